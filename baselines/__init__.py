@@ -1,0 +1,1 @@
+"""Baseline memory systems (RAG, A-mem, GAM, MemoryOS), each behind :class:`clag.types.MemorySystem`."""

@@ -1,0 +1,1 @@
+"""The clag-bench harness: data loaders, the runner, metrics, tables and the CLI (``python -m eval``)."""

@@ -1,0 +1,62 @@
+"""The Hydra app behind ``python -m eval run``: one resolved config → one run directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from clag.registry import UnknownNameError
+from eval.cli import CONFIG_DIR
+from eval.errors import ClagBenchError, ConfigError
+
+
+def execute(cfg: DictConfig) -> Path:
+    """Load the data, build the method, run every stream, write the run directory."""
+    from eval.data import load_dataset
+    from eval.methods import METHODS
+    from eval.results import config_hash, environment, run_directory, write_json
+    from eval.runner import describe, run_dataset, write_status
+    from eval.scoring import format_summary
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    method_cfg = resolved.get("method")
+    if not method_cfg:
+        valid = ", ".join(METHODS.names()) or "none is registered yet"
+        raise ConfigError(f"choose a memory system with method=<name> (valid: {valid})")
+    try:
+        builder = METHODS.get(str(method_cfg.get("name")))
+    except UnknownNameError as exc:
+        raise ConfigError(str(exc)) from None
+    dataset = load_dataset(resolved["data"])
+    method = builder(resolved)
+    names = describe(resolved)
+    run_dir = run_directory(Path(resolved["results_root"]), names["data"], names["method"],
+                            names["llm"], config_hash(resolved))
+    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    env = environment({"run": resolved["seed"]})
+    env["data"] = dataset.summary()
+    write_json(run_dir / "env.json", env)
+    write_status(run_dir, "running")
+    try:
+        metrics = run_dataset(dataset, method, run_dir, progress=bool(resolved["progress"]))
+    except BaseException as exc:
+        write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    write_status(run_dir, "complete")
+    print(format_summary(metrics))
+    print(f"run directory: {run_dir}")
+    return run_dir
+
+
+@hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        execute(cfg)
+    except ClagBenchError as exc:
+        if cfg.get("debug"):
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -1,0 +1,186 @@
+"""``python -m eval <command>``: run, data verify, data export, score.
+
+``run`` is a Hydra app (config composition ``method=… data=… llm=…``, multirun with ``-m``).
+``data`` reuses the same configs through Hydra's compose API, so ``data.root=…`` and every other
+override mean the same thing everywhere. Errors a user can fix print as one line; ``--debug``
+shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eval.errors import ClagBenchError, ConfigError
+
+CONFIG_DIR = Path(os.environ.get("CLAG_BENCH_CONFIGS",
+                                 Path(__file__).resolve().parent.parent / "configs"))
+
+USAGE = """usage: python -m eval <command> [args]
+
+commands:
+  run [overrides…]                 one run (method=… data=… llm=…); -m for a Hydra multirun
+  data verify [overrides…]         load every dataset, check checksums, print one line each
+  data export data=NAME out=FILE   write the samples exactly as memory systems see them
+  score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
+
+add --debug to any command to see full tracebacks."""
+
+
+def compose(overrides: list[str]) -> Any:
+    """The resolved config for ``overrides``, exactly as ``run`` would see it."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+
+    if not CONFIG_DIR.is_dir():
+        raise ConfigError(f"config folder {CONFIG_DIR} not found; set CLAG_BENCH_CONFIGS")
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=overrides)
+    except HydraException as exc:
+        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+def _dataset_line(summary: dict[str, Any]) -> str:
+    from eval.data.sources import is_verified
+
+    cats = " ".join(f"c{c}:{n}" for c, n in summary["categories"].items())
+    files = summary["files"]
+    verified = sum(1 for path in files if is_verified(path))
+    fixes = ", ".join(f"{k}={v}" for k, v in summary["report"].items()) or "none"
+    return (f"{summary['name']:<9} ok  {summary['samples']:>3} streams {summary['turns']:>6,} turns "
+            f"{summary['questions']:>6,} questions  [{cats}]  sha256 verified {verified}/"
+            f"{len(files)} files  fixes: {fixes}")
+
+
+def data_verify(overrides: list[str]) -> int:
+    from eval.data import DATASETS, load_dataset
+
+    failures = 0
+    names = [n for n in ("locomo", "hotpotqa", "bioasq") if n in DATASETS]
+    names += [n for n in DATASETS.names() if n not in names]
+    for name in names:
+        try:
+            cfg = compose([f"data={name}", *overrides])
+            print(_dataset_line(load_dataset(cfg["data"]).summary()), flush=True)
+        except ClagBenchError as exc:
+            failures += 1
+            print(f"{name:<9} FAILED  {exc}", flush=True)
+    print(f"{len(names) - failures}/{len(names)} datasets verified")
+    return 1 if failures else 0
+
+
+def data_export(overrides: list[str]) -> int:
+    from eval.data import load_dataset
+
+    out = [o for o in overrides if o.startswith("out=")]
+    rest = [o for o in overrides if not o.startswith("out=")]
+    if not out:
+        raise ConfigError("data export needs out=<file.json>")
+    target = Path(out[-1].split("=", 1)[1]).expanduser()
+    cfg = compose(rest)
+    dataset = load_dataset(cfg["data"])
+    payload = {"dataset": dataset.summary(), "samples": dataset.to_records()}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {dataset.num_questions} questions in {len(dataset.samples)} streams to {target}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- score
+
+
+def score(args: list[str]) -> int:
+    from eval.results import write_json
+    from eval.scoring import format_summary, read_predictions, score_rows
+
+    parser = argparse.ArgumentParser(prog="python -m eval score")
+    parser.add_argument("predictions", type=Path, help="a .jsonl file, one question per line")
+    parser.add_argument("--out", type=Path, help="write per-question scores (.jsonl) here")
+    parser.add_argument("--json", action="store_true", help="print the aggregate as JSON")
+    ns = parser.parse_args(args)
+    scored, summary = score_rows(read_predictions(ns.predictions))
+    if ns.out:
+        ns.out.parent.mkdir(parents=True, exist_ok=True)
+        with ns.out.open("w", encoding="utf-8") as handle:
+            for row in scored:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_json(ns.out.with_suffix(".summary.json"), summary)
+    print(json.dumps(summary, indent=2) if ns.json else format_summary(summary))
+    return 0
+
+
+# ---------------------------------------------------------------------------------- run
+
+
+CHECKED_GROUPS = ("method", "data", "llm", "experiment")
+
+
+def check_group_choices(args: list[str]) -> None:
+    """Name an unknown ``group=value`` with the valid choices before Hydra's longer message."""
+    import difflib
+
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        group = key.lstrip("+")
+        if not sep or group not in CHECKED_GROUPS or value in ("", "null"):
+            continue
+        folder = CONFIG_DIR / group
+        valid = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+        for choice in value.split(","):
+            if choice not in valid:
+                hint = difflib.get_close_matches(choice, valid, n=1)
+                did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+                listed = ", ".join(valid) if valid else f"none yet in {folder}"
+                raise ConfigError(f"unknown {group} {choice!r}{did_you_mean}; valid: {listed}")
+
+
+def run(args: list[str]) -> int:
+    """Hand the arguments to the Hydra app (so -m, --cfg, --help work as Hydra documents)."""
+    from eval.app import main
+
+    check_group_choices(args)
+    sys.argv = ["python -m eval run", *args]
+    main()
+    return 0
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "run": run,
+    "score": score,
+    "data verify": data_verify,
+    "data export": data_export,
+}
+
+
+def dispatch(argv: list[str]) -> int:
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    key = " ".join(argv[:2]) if argv[0] == "data" else argv[0]
+    if key not in COMMANDS:
+        print(f"error: unknown command {' '.join(argv[:2])!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    rest = argv[2:] if argv[0] == "data" else argv[1:]
+    if debug and key == "run":
+        rest = [*rest, "debug=true"]
+    try:
+        return COMMANDS[key](rest)
+    except ClagBenchError as exc:
+        if debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

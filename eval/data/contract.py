@@ -1,0 +1,96 @@
+"""The dataset container every loader returns, and the subset selection applied to it.
+
+The records themselves (:class:`~clag.types.Turn`, :class:`~clag.types.Question`,
+:class:`~clag.types.Sample`) live in :mod:`clag.types` because memory systems consume them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from clag.types import Question, Sample, Turn
+
+__all__ = ["Dataset", "Question", "Sample", "Turn", "select"]
+
+
+@dataclass
+class Dataset:
+    """A loaded benchmark: its streams, what loading had to fix, and the files it came from."""
+
+    name: str
+    samples: list[Sample]
+    #: counts of what the loader cleaned, dropped or cast (reported, never silent)
+    report: Counter = field(default_factory=Counter)
+    #: relative path → sha256 of every file read
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def num_turns(self) -> int:
+        return sum(len(s.turns) for s in self.samples)
+
+    @property
+    def num_questions(self) -> int:
+        return sum(len(s.questions) for s in self.samples)
+
+    def category_counts(self) -> dict[int, int]:
+        counts = Counter(q.category for s in self.samples for q in s.questions)
+        return dict(sorted(counts.items()))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "samples": len(self.samples),
+            "turns": self.num_turns,
+            "questions": self.num_questions,
+            "categories": self.category_counts(),
+            "report": dict(sorted(self.report.items())),
+            "files": dict(self.files),
+        }
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The samples exactly as memory systems see them, as plain JSON-ready dicts."""
+        return [sample_to_record(s) for s in self.samples]
+
+
+def sample_to_record(sample: Sample) -> dict[str, Any]:
+    return {
+        "id": sample.id,
+        "turns": [
+            {"id": t.id, "speaker": t.speaker, "text": t.text, "timestamp": t.timestamp,
+             "session": t.session}
+            for t in sample.turns
+        ],
+        "questions": [
+            {"id": q.id, "text": q.text, "answer": q.answer, "category": q.category,
+             "evidence": list(q.evidence), "extra": q.extra}
+            for q in sample.questions
+        ],
+    }
+
+
+def select(
+    dataset: Dataset,
+    *,
+    samples: int | None = None,
+    questions_per_sample: int | None = None,
+    categories: list[int] | None = None,
+    sample_ids: list[str] | None = None,
+) -> Dataset:
+    """A subset for smoke runs and sweeps; the full stream of each kept sample is kept."""
+    chosen = dataset.samples
+    if sample_ids:
+        wanted = {str(s) for s in sample_ids}
+        chosen = [s for s in chosen if s.id in wanted]
+    if samples is not None:
+        chosen = chosen[:samples]
+    out: list[Sample] = []
+    for sample in chosen:
+        qs = sample.questions
+        if categories:
+            qs = tuple(q for q in qs if q.category in set(categories))
+        if questions_per_sample is not None:
+            qs = qs[:questions_per_sample]
+        out.append(replace(sample, questions=tuple(qs)))
+    return Dataset(dataset.name, out, Counter(dataset.report), dict(dataset.files))

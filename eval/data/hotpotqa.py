@@ -1,0 +1,132 @@
+"""HotpotQA: the paper's 200-question subset, or the same layout built from raw distractor records.
+
+``hotpot_200.json`` (from the CLAG repository) is 10 chunks × 20 questions in LoCoMo layout,
+one sentence per turn. Its build script is not public; :func:`build_hotpot_chunks` makes the same
+layout from dev-distractor records: per question its 10 context paragraphs in their original
+order, one ``"Title: {title}\\nContent: {sentence}"`` turn per sentence (HotpotQA's leading space
+kept), gold = every sentence of both gold (supporting) paragraphs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from eval.data.contract import Dataset
+from eval.data.io import read_json, read_jsonl
+from eval.data.locomo_layout import parse_locomo_layout
+from eval.data.sources import file_sha256, resolve
+from eval.errors import DataError
+
+PAPER_FILE = "hotpotqa/hotpot_200.json"
+RAW_FILE = "hotpotqa/hotpot_dev_distractor_500.jsonl"
+STREAM_DATE = "2020-01-01 00:00:00"
+
+
+def load_hotpot200(root: Path, file: str = PAPER_FILE, allow_download: bool = True) -> Dataset:
+    """The paper's own subset, exactly as it evaluated it."""
+    path = resolve(file, root, allow_download=allow_download)
+    report: Counter = Counter()
+    samples = parse_locomo_layout(read_json(path), source=str(path), report=report)
+    return Dataset("hotpotqa", samples, report, {file: file_sha256(path)})
+
+
+def load_hotpot_raw(
+    root: Path,
+    file: str = RAW_FILE,
+    chunk_size: int = 20,
+    num_chunks: int = 10,
+    seed: int | None = None,
+    allow_download: bool = True,
+) -> Dataset:
+    """Chunks built from a dev-distractor JSONL (official layout) under the data root."""
+    path = resolve(file, root, allow_download=allow_download)
+    records = read_jsonl(path) if path.suffix == ".jsonl" else read_json(path)
+    report: Counter = Counter()
+    layout = build_hotpot_chunks(records, chunk_size, num_chunks, seed, report)
+    samples = parse_locomo_layout(layout, source=str(path), report=report)
+    return Dataset("hotpotqa", samples, report, {file: file_sha256(path)})
+
+
+def load_hotpot_hub(chunk_size: int = 20, num_chunks: int = 10, seed: int | None = None) -> Dataset:
+    """Chunks built from the hub's ``hotpot_qa`` distractor validation split (needs a hub)."""
+    import datasets
+
+    try:
+        split = datasets.load_dataset("hotpot_qa", "distractor", split="validation")
+    except Exception as exc:  # the hub raises many types; the user needs one sentence
+        raise DataError(f"could not load hotpot_qa from the hub ({exc}); use data.source=raw") from exc
+    needed = chunk_size * num_chunks if seed is None else len(split)
+    records = [split[i] for i in range(min(needed, len(split)))]
+    report: Counter = Counter()
+    layout = build_hotpot_chunks(records, chunk_size, num_chunks, seed, report)
+    samples = parse_locomo_layout(layout, source="hub:hotpot_qa/distractor", report=report)
+    return Dataset("hotpotqa", samples, report, {"hub:hotpot_qa/distractor/validation": ""})
+
+
+def _official_layout(record: Any, where: str) -> dict[str, Any]:
+    """Accept the official record layout or the hub's (column-wise context and facts)."""
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: expected an object")
+    context = record.get("context")
+    facts = record.get("supporting_facts")
+    if isinstance(context, dict):  # hub layout
+        context = list(zip(context["title"], context["sentences"], strict=False))
+        facts = list(zip(facts["title"], facts["sent_id"], strict=False))
+    qid = record.get("_id", record.get("id"))
+    for key, value in (("context", context), ("supporting_facts", facts), ("id", qid),
+                       ("question", record.get("question")), ("answer", record.get("answer"))):
+        if value is None:
+            raise DataError(f"{where}: missing key {key!r}")
+    return {"id": str(qid), "question": record["question"], "answer": record["answer"],
+            "context": context, "supporting_facts": facts}
+
+
+def build_hotpot_chunks(
+    records: Iterable[Any],
+    chunk_size: int = 20,
+    num_chunks: int = 10,
+    seed: int | None = None,
+    report: Counter | None = None,
+) -> list[dict[str, Any]]:
+    """LoCoMo-layout chunks of ``chunk_size`` questions, in file order (or seeded shuffle)."""
+    report = report if report is not None else Counter()
+    items = [_official_layout(r, f"record {i}") for i, r in enumerate(records)]
+    order = list(range(len(items)))
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    available = len(items) // chunk_size
+    if available < num_chunks:
+        raise DataError(
+            f"{len(items)} HotpotQA records make only {available} chunks of {chunk_size}; "
+            f"{num_chunks} were asked for"
+        )
+    chunks = []
+    for c in range(num_chunks):
+        turns: list[dict[str, str]] = []
+        qa: list[dict[str, Any]] = []
+        for idx in order[c * chunk_size:(c + 1) * chunk_size]:
+            item = items[idx]
+            gold_titles = {title for title, _ in item["supporting_facts"]}
+            gold: list[str] = []
+            for title, sentences in item["context"]:
+                for sentence in sentences:
+                    dia_id = f"{c}:{len(turns)}"
+                    turns.append({"speaker": "System", "dia_id": dia_id,
+                                  "text": f"Title: {title}\nContent: {sentence}"})
+                    if title in gold_titles:
+                        gold.append(dia_id)
+            if len(item["context"]) != 10:
+                report["questions_without_10_paragraphs"] += 1
+            qa.append({"question": item["question"], "answer": item["answer"], "category": 4,
+                       "question_id": item["id"], "gold_turn_ids": gold})
+        chunks.append({
+            "sample_id": c,
+            "conversation": {"speaker_a": "System", "speaker_b": "User", "session_0": turns,
+                             "session_0_date_time": STREAM_DATE},
+            "qa": qa,
+        })
+    return chunks

@@ -1,0 +1,86 @@
+"""Bad inputs give one clear DataError, never a traceback from deep inside a loader."""
+
+import json
+import shutil
+
+import pytest
+
+from eval.data import load_dataset
+from eval.data.locomo import load_locomo
+from eval.data.sources import data_root, resolve
+from eval.errors import ConfigError, DataError
+
+
+def _copy_locomo(data_root, tmp_path):
+    target = tmp_path / "locomo" / "locomo10.json"
+    target.parent.mkdir(parents=True)
+    shutil.copy(data_root / "locomo" / "locomo10.json", target)
+    return target
+
+
+def test_missing_file_names_the_path_and_the_fix(tmp_path):
+    with pytest.raises(DataError, match=r"locomo10\.json not found and downloads are off"):
+        resolve("locomo/locomo10.json", tmp_path, allow_download=False)
+
+
+def test_a_changed_byte_fails_the_checksum(data_root, tmp_path):
+    target = _copy_locomo(data_root, tmp_path)
+    raw = bytearray(target.read_bytes())
+    raw[100] = ord("x") if raw[100] != ord("x") else ord("y")
+    target.write_bytes(bytes(raw))
+    with pytest.raises(DataError, match="does not match its published checksum"):
+        load_locomo(tmp_path, allow_download=False)
+
+
+def test_truncated_json_is_reported_with_its_position(tmp_path):
+    bad = tmp_path / "custom.json"
+    bad.write_text('[{"sample_id": "x", "conversation": {')
+    with pytest.raises(DataError, match=r"not valid JSON \(line 1, column"):
+        load_locomo(tmp_path, file="custom.json")
+
+
+def test_non_utf8_file_is_reported(tmp_path):
+    (tmp_path / "custom.json").write_bytes(b"\xff\xfe[]")
+    with pytest.raises(DataError, match="not UTF-8"):
+        load_locomo(tmp_path, file="custom.json")
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ({"not": "a list"}, "expected a JSON list"),
+        ([], "holds no samples"),
+        ([{"conversation": {}, "qa": []}], "missing key 'sample_id'"),
+        ([{"sample_id": "s", "conversation": {}, "qa": []}], "has no turns"),
+        ([{"sample_id": "s", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1"}]},
+           "qa": []}], r"session_1\[0\]: missing key 'text'"),
+        ([{"sample_id": "s", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": 3}]},
+           "qa": []}], "'text' should be str"),
+        ([{"sample_id": "s", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "t"}]},
+           "qa": [{"question": "q", "category": 1}]}], r"qa\[0\]: missing key 'answer'"),
+        ([{"sample_id": "s", "conversation": {"session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "t"}]},
+           "qa": [{"question": "q", "category": "1", "answer": "a"}]}], "'category' should be int"),
+    ],
+)
+def test_malformed_records_name_the_sample_and_key(tmp_path, records, message):
+    (tmp_path / "custom.json").write_text(json.dumps(records))
+    with pytest.raises(DataError, match=message):
+        load_locomo(tmp_path, file="custom.json")
+
+
+def test_a_data_root_that_is_a_file_is_refused(tmp_path):
+    afile = tmp_path / "file"
+    afile.write_text("")
+    with pytest.raises(DataError, match="is a file, not a folder"):
+        data_root(afile)
+
+
+def test_data_root_falls_back_to_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAG_BENCH_DATA", str(tmp_path))
+    assert data_root(None) == tmp_path
+    assert data_root(tmp_path / "explicit") == tmp_path / "explicit"
+
+
+def test_unknown_dataset_lists_the_valid_ones():
+    with pytest.raises(ConfigError, match="valid: bioasq, hotpotqa, locomo"):
+        load_dataset({"name": "locomoo"})
