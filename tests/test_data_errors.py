@@ -84,3 +84,23 @@ def test_data_root_falls_back_to_the_environment(tmp_path, monkeypatch):
 def test_unknown_dataset_lists_the_valid_ones():
     with pytest.raises(ConfigError, match="valid: bioasq, hotpotqa, locomo"):
         load_dataset({"name": "locomoo"})
+
+
+def test_download_verifies_before_the_file_appears(tmp_path):
+    from eval.data.sources import download, sha256_of
+
+    source = tmp_path / "src.json"
+    source.write_text("[]")
+    dest = tmp_path / "root" / "x.json"
+    with pytest.raises(DataError, match="does not match its published checksum"):
+        download(source.as_uri(), dest, expected_sha256="0" * 64)
+    assert not dest.exists() and not list(dest.parent.glob("*.part"))
+    download(source.as_uri(), dest, expected_sha256=sha256_of(source))
+    assert dest.read_text() == "[]"
+
+
+def test_unreachable_source_names_the_url_and_the_fix(tmp_path):
+    from eval.data.sources import download
+
+    with pytest.raises(DataError, match="could not download .*place the file at"):
+        download((tmp_path / "nowhere.json").as_uri(), tmp_path / "x.json", None)

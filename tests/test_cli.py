@@ -1,0 +1,89 @@
+"""The CLI as a user types it (subprocesses), including its one-line errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def cli(*args, data_root=None, check=True):
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    if data_root is not None:
+        env["CLAG_BENCH_DATA"] = str(data_root)
+    proc = subprocess.run([sys.executable, "-m", "eval", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_data_verify_prints_every_dataset_with_its_counts(data_root):
+    out = cli("data", "verify", data_root=data_root).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("locomo") and " 10 streams  5,882 turns  1,986 questions" in lines[0]
+    assert "[c1:282 c2:321 c3:96 c4:841 c5:446]" in lines[0]
+    assert lines[1].startswith("hotpotqa") and "8,475 turns    200 questions" in lines[1]
+    assert lines[2].startswith("bioasq") and "2,724 turns    200 questions" in lines[2]
+    assert "sha256 verified 6/6 files" in lines[2]
+    assert lines[-1] == "3/3 datasets verified"
+
+
+def test_data_verify_fails_with_a_line_per_broken_dataset(tmp_path):
+    proc = cli("data", "verify", f"data.root={tmp_path}", "data.download=false", check=False)
+    assert proc.returncode == 1
+    assert "bioasq    FAILED  no BioASQ golden files match" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_data_export_writes_what_memory_systems_see(data_root, tmp_path):
+    target = tmp_path / "hotpot.json"
+    cli("data", "export", "data=hotpotqa", "data.subset.samples=1", f"out={target}", data_root=data_root)
+    payload = json.loads(target.read_text())
+    sample = payload["samples"][0]
+    assert sample["id"] == "0" and len(sample["turns"]) == 812 and len(sample["questions"]) == 20
+    assert set(sample["turns"][0]) == {"id", "speaker", "text", "timestamp", "session"}
+    assert set(sample["questions"][0]) == {"id", "text", "answer", "category", "evidence", "extra"}
+
+
+def test_score_prints_the_aggregate_and_writes_per_question_scores(tmp_path):
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("\n".join(json.dumps(r) for r in [
+        {"prediction": "Paris", "answer": "Paris", "category": 4, "retrieved_ids": ["a", "b"], "evidence": ["a"]},
+        {"prediction": "Rome", "answer": "Paris", "category": 4},
+        {"prediction": "Not mentioned", "answer": "Yes", "category": 5, "true_answer": "Not mentioned"},
+    ]) + "\n")
+    out_file = tmp_path / "scores.jsonl"
+    proc = cli("score", str(preds), "--out", str(out_file))
+    overall = next(line for line in proc.stdout.splitlines() if line.startswith("overall"))
+    assert overall.split()[1:4] == ["3", "33.33", "33.33"]       # n, F1, BLEU-1
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [r["scores"]["f1"] for r in rows] == [1.0, 0.0, 0.0]
+    assert rows[2]["scores"]["f1_corrected"] == 1.0
+    assert rows[0]["scores"]["e_precision"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("score", "missing.jsonl"), "error: missing.jsonl does not exist"),
+        (("run", "data=locmo"), "error: unknown data 'locmo' (did you mean 'locomo'?); valid: bioasq, hotpotqa, locomo"),
+        (("run",), "error: choose a memory system with method=<name>"),
+        (("frobnicate",), "error: unknown command 'frobnicate'"),
+    ],
+)
+def test_user_errors_are_one_line(args, message, tmp_path):
+    proc = cli(*args, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(message)
+    assert "Traceback" not in proc.stderr
+
+
+def test_score_rejects_rows_without_prediction(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"answer": "x"}\n')
+    proc = cli("score", str(bad), check=False)
+    assert proc.returncode == 2 and "line 1 lacks prediction" in proc.stderr
