@@ -12,6 +12,9 @@ from clag.registry import UnknownNameError
 from eval.cli import CONFIG_DIR
 from eval.errors import ClagBenchError, ConfigError
 
+#: (overrides, message) of every job of this process that failed with a user error
+FAILED_JOBS: list[tuple[str, str]] = []
+
 
 def execute(cfg: DictConfig) -> Path:
     """Load the data, build the method, run every stream, write the run directory."""
@@ -53,10 +56,16 @@ def execute(cfg: DictConfig) -> Path:
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
     try:
         execute(cfg)
     except ClagBenchError as exc:
         if cfg.get("debug"):
             raise
         print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        FAILED_JOBS.append((" ".join(HydraConfig.get().overrides.task), str(exc)))
+        # in a sweep, one bad job must not stop the others
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            raise SystemExit(2) from None

@@ -148,11 +148,16 @@ def check_group_choices(args: list[str]) -> None:
 
 def run(args: list[str]) -> int:
     """Hand the arguments to the Hydra app (so -m, --cfg, --help work as Hydra documents)."""
-    from eval.app import main
+    from eval.app import FAILED_JOBS, main
 
     check_group_choices(args)
     sys.argv = ["python -m eval run", *args]
     main()
+    if FAILED_JOBS:
+        print(f"{len(FAILED_JOBS)} run(s) failed:", file=sys.stderr)
+        for overrides, message in FAILED_JOBS:
+            print(f"  [{overrides}] {message}", file=sys.stderr)
+        return 1
     return 0
 
 

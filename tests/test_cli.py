@@ -87,3 +87,12 @@ def test_score_rejects_rows_without_prediction(tmp_path):
     bad.write_text('{"answer": "x"}\n')
     proc = cli("score", str(bad), check=False)
     assert proc.returncode == 2 and "line 1 lacks prediction" in proc.stderr
+
+
+def test_multirun_runs_every_job_and_lists_the_failures(tmp_path):
+    proc = cli("run", "-m", "data=locomo,bioasq", "results_root=/nonexistent-unused",
+               f"hydra.sweep.dir={tmp_path}", check=False)
+    assert proc.returncode == 1
+    assert "#0 : data=locomo" in proc.stdout + proc.stderr and "#1 : data=bioasq" in proc.stdout + proc.stderr
+    assert "2 run(s) failed:" in proc.stderr
+    assert "[data=bioasq results_root=/nonexistent-unused] choose a memory system" in proc.stderr
