@@ -16,6 +16,14 @@ from eval.errors import ClagBenchError, ConfigError
 FAILED_JOBS: list[tuple[str, str]] = []
 
 
+#: keys that change how a run is shown, not what it computes (left out of the config hash)
+PRESENTATION_KEYS = ("progress", "debug", "results_root")
+
+
+def semantic_config(resolved: dict) -> dict:
+    return {k: v for k, v in resolved.items() if k not in PRESENTATION_KEYS}
+
+
 def execute(cfg: DictConfig) -> Path:
     """Load the data, build the method, run every stream, write the run directory."""
     from eval.data import load_dataset
@@ -37,7 +45,7 @@ def execute(cfg: DictConfig) -> Path:
     method = builder(resolved)
     names = describe(resolved)
     run_dir = run_directory(Path(resolved["results_root"]), names["data"], names["method"],
-                            names["llm"], config_hash(resolved))
+                            names["llm"], config_hash(semantic_config(resolved)))
     OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
     env = environment({"run": resolved["seed"]})
     env["data"] = dataset.summary()

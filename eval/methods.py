@@ -38,3 +38,50 @@ class MethodRun:
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
 METHODS: Registry[MethodBuilder] = Registry("method")
+
+
+def _accepted_kwargs(target: str, offered: dict[str, Any]) -> dict[str, Any]:
+    """The shared resources (embedder, llm, ...) that the memory class's constructor takes."""
+    import importlib
+    import inspect
+
+    module, _, name = target.rpartition(".")
+    params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    return {k: v for k, v in offered.items() if k in params}
+
+
+def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
+    """A memory system from ``method.memory`` (Hydra ``_target_``) + the paper's answer step.
+
+    Shared per run: one LLM client (cache + ledger), one embedder; a fresh memory per stream.
+    """
+    from hydra.utils import instantiate
+
+    from clag.embed import Embedder
+    from clag.llm.ledger import Ledger
+    from clag.llm.models import build_client
+    from eval.answer import PaperAnswerer
+    from eval.errors import ConfigError
+
+    if not cfg.get("llm"):
+        raise ConfigError(f"method {cfg['method']['name']!r} needs an LLM to answer: add llm=<name>")
+    ledger = Ledger()
+    client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger)
+    embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
+    answerer = PaperAnswerer(client, seed=int(cfg["seed"]), **cfg["answer"])
+    memory_cfg = dict(cfg["method"]["memory"])
+    shared = _accepted_kwargs(memory_cfg["_target_"], {
+        "embedder": embedder, "llm": client, "content_format": cfg["data"].get("content_format", "reference"),
+        "seed": int(cfg["seed"])})
+
+    def make_memory(sample: Sample) -> MemorySystem:
+        return instantiate(memory_cfg, **shared)
+
+    def ledger_report() -> dict[str, Any]:
+        return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
+                **ledger.to_dict()}
+
+    return MethodRun(make_memory, answerer, ledger_report)
+
+
+METHODS.register("rag", "eval.methods:build_standard")

@@ -77,8 +77,13 @@ def select(
     questions_per_sample: int | None = None,
     categories: list[int] | None = None,
     sample_ids: list[str] | None = None,
+    turns: int | None = None,
 ) -> Dataset:
-    """A subset for smoke runs and sweeps; the full stream of each kept sample is kept."""
+    """A subset for smoke runs and sweeps.
+
+    ``turns`` keeps only the first N turns of each stream, and then — so the subset stays honest
+    — only the questions whose evidence lies entirely inside those turns.
+    """
     chosen = dataset.samples
     if sample_ids:
         wanted = {str(s) for s in sample_ids}
@@ -88,9 +93,14 @@ def select(
     out: list[Sample] = []
     for sample in chosen:
         qs = sample.questions
+        kept_turns = sample.turns
+        if turns is not None:
+            kept_turns = sample.turns[:turns]
+            inside = {t.id for t in kept_turns}
+            qs = tuple(q for q in qs if q.evidence and set(q.evidence) <= inside)
         if categories:
             qs = tuple(q for q in qs if q.category in set(categories))
         if questions_per_sample is not None:
             qs = qs[:questions_per_sample]
-        out.append(replace(sample, questions=tuple(qs)))
+        out.append(replace(sample, turns=tuple(kept_turns), questions=tuple(qs)))
     return Dataset(dataset.name, out, Counter(dataset.report), dict(dataset.files))

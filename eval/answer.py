@@ -1,0 +1,92 @@
+"""The paper's answer step: one prompt per question category, the same for every method.
+
+The prompts follow the structure and constraints of A-mem's / CLAG's evaluation script (worded
+here in our own words): a short-phrase answer in the context's words (categories 1, 3, 4, all of
+HotpotQA, BioASQ factoid); the approximate-date instruction for LoCoMo's temporal category 2; the
+two-option choice for LoCoMo's adversarial category 5 ("not mentioned" vs the adversarial answer,
+in an order that is random in the reference and seeded per question here); and CLAG's list
+instructions for BioASQ list questions (category 6). JSON schema ``{"answer": string}``;
+temperature 0.7, or 0.5 for category 5. The prediction is the parsed ``answer``, or the raw
+text when the output does not parse (as the reference does; counted in the ledger).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from clag.llm.client import LLMClient
+from clag.llm.types import Request
+from clag.types import Question, Retrieval
+from eval.methods import Answer
+
+NOT_MENTIONED_OPTION = "Not mentioned in the conversation"
+
+
+def answer_schema(bounded: bool = True) -> dict[str, Any]:
+    """``{"answer": string}``; bounded (maxLength) unless reproducing the reference's open schema."""
+    answer: dict[str, Any] = {"type": "string"}
+    if bounded:
+        answer["maxLength"] = 300
+    return {"type": "object", "properties": {"answer": answer}, "required": ["answer"],
+            "additionalProperties": False}
+
+
+def category5_options(question: Question, seed: int) -> tuple[str, str]:
+    """The two options in a per-question seeded order (the reference draws it unseeded)."""
+    if random.Random(f"{seed}:{question.id}").random() < 0.5:
+        return NOT_MENTIONED_OPTION, question.answer
+    return question.answer, NOT_MENTIONED_OPTION
+
+
+def answer_prompt(question: Question, context: str, seed: int = 42) -> str:
+    q = question.text
+    if question.category == 5:
+        first, second = category5_options(question, seed)
+        return (f"Given the context: {context}, answer this question. {q}\n\n"
+                f"Choose the right answer: {first} or {second} Short answer:")
+    if question.category == 2:
+        return (f"Given the context: {context}, answer the question below. Use the DATE of the "
+                "CONVERSATION to give an approximate date.\nKeep the answer as short as possible, "
+                "reuse the conversation's own words where you can, and leave out any subject.\n\n"
+                f"Question: {q} Short answer:")
+    if question.category == 6:
+        return ("Answer the question from the context below.\n\n"
+                "This is a LIST question:\n"
+                "- Give EVERY distinct answer item that the context supports.\n"
+                "- Separate the items with semicolons, using the context's EXACT words where possible.\n"
+                "- Use exactly this format: item1 ; item2 ; item3\n"
+                "- No numbering, commas, bullet points or any other text.\n"
+                "- With a single item, output only that item.\n\n"
+                f"Context:\n{context}\n\nQuestion: {q}\nAnswer:")
+    return (f"Given the context: {context}, give a short-phrase answer to the question below, "
+            "reusing the context's exact words wherever possible.\n\n"
+            f"Question: {q} Short answer:")
+
+
+class PaperAnswerer:
+    """Answers a question from a retrieval with the paper's prompts, through the LLM client."""
+
+    def __init__(self, client: LLMClient, seed: int = 42, temperature: float = 0.7,
+                 temperature_c5: float = 0.5, max_tokens: int = 1000, bounded_schema: bool = True) -> None:
+        self.client = client
+        self.seed = seed
+        self.temperature = temperature
+        self.temperature_c5 = temperature_c5
+        self.max_tokens = max_tokens
+        self.schema = answer_schema(bounded_schema)
+
+    def request(self, question: Question, retrieval: Retrieval) -> Request:
+        temperature = self.temperature_c5 if question.category == 5 else self.temperature
+        return Request(prompt=answer_prompt(question, retrieval.context, self.seed),
+                       json_schema=self.schema, temperature=temperature,
+                       max_tokens=self.max_tokens, tag="answer")
+
+    def __call__(self, question: Question, retrieval: Retrieval) -> Answer:
+        request = self.request(question, retrieval)
+        completion = self.client.generate([request])[0]
+        parsed = completion.parsed or {}
+        value = parsed.get("answer")
+        text = value if isinstance(value, str) else completion.text
+        return Answer(text, {"prompt": request.prompt, "parsed": isinstance(value, str),
+                             "finish_reason": completion.finish_reason, "cached": completion.cached})
