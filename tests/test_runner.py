@@ -52,7 +52,7 @@ def scripted_method(monkeypatch):
 def test_a_run_writes_the_full_results_layout(tmp_path, data_root, scripted_method):
     cfg = OmegaConf.create(compose([
         "data=bioasq", f"data.root={data_root}", "data.subset.samples=1", "data.subset.questions_per_sample=5",
-        "llm=null", f"results_root={tmp_path}", "progress=false"]))
+        "~llm", f"results_root={tmp_path}", "progress=false"]))
     cfg.method = {"name": "scripted"}
     run_dir = execute(cfg)
     assert run_dir.parent == tmp_path / "bioasq" / "scripted" / "none"
