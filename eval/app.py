@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -24,8 +25,14 @@ def semantic_config(resolved: dict) -> dict:
     return {k: v for k, v in resolved.items() if k not in PRESENTATION_KEYS}
 
 
+#: libraries whose INFO logs (model loading, AVX probing) would drown the run's own output
+QUIET_LOGGERS = ("sentence_transformers", "faiss", "transformers", "httpx", "datasets")
+
+
 def execute(cfg: DictConfig) -> Path:
     """Load the data, build the method, run every stream, write the run directory."""
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     from eval.data import load_dataset
     from eval.methods import METHODS
     from eval.results import config_hash, environment, run_directory, write_json

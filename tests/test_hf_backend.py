@@ -1,0 +1,71 @@
+"""The hf backend with the real offline model (SmolLM2-135M): structured calls parse, batches work."""
+
+import pytest
+
+from clag.llm.client import LLMClient
+from clag.llm.models import build_backend, packaged_model_path
+from clag.llm.types import Request
+from clag.types import Question, Retrieval
+from eval.answer import PaperAnswerer
+
+CFG = {"name": "smollm2-135m", "backend": "hf", "model": "smollm2-135m", "prompt_format": "raw",
+       "device": "cpu", "dtype": "bfloat16", "batch_size": 4, "repetition_penalty": 1.0, "max_whitespace": 4}
+
+CONTEXT = ("talk start time:8 May 2023\tmemory content: Speaker Carolinesays : I went to the LGBTQ support "
+           "group on 7 May 2023.\ntalk start time:8 May 2023\tmemory content: Speaker Melaniesays : I painted "
+           "a sunrise over the lake last year.\n")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return build_backend(CFG)
+
+
+def test_packaged_model_is_verified():
+    path = packaged_model_path("smollm2-135m")
+    assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size == 98_362_432
+
+
+def test_every_answer_prompt_parses_under_its_schema_in_one_batch(backend):
+    client = LLMClient(backend)
+    answerer = PaperAnswerer(client)
+    questions = [Question("a", "When did Caroline go to the support group?", "7 May 2023", 2),
+                 Question("b", "What did Melanie paint?", "a sunrise", 4),
+                 Question("c", "Did Melanie paint a portrait?", "Yes", 5),
+                 Question("d", "Which events are mentioned?", "support group ; painting", 6)]
+    requests = [answerer.request(q, Retrieval([], CONTEXT)) for q in questions]
+    completions = client.generate(requests)
+    assert all(c.parsed is not None and isinstance(c.parsed["answer"], str) for c in completions), \
+        [c.text for c in completions]
+    assert client.ledger.to_dict()["total"]["parse_failures"] == 0
+
+
+def test_greedy_batches_are_deterministic_and_token_counts_are_real(backend):
+    requests = [Request(prompt=p, temperature=0, max_tokens=8)
+                for p in ("Once upon a time, there was a", "The three primary colours are", "My favourite fruit is")]
+    first, second = backend.generate(requests), backend.generate(requests)
+    assert [c.text for c in first] == [c.text for c in second]
+    assert [c.prompt_tokens for c in first] == [8, 5, 4]   # the real token counts, padding excluded
+    assert all(c.completion_tokens == 8 and c.finish_reason == "length" for c in first)
+
+
+def test_sampling_with_the_same_seed_repeats(backend):
+    request = Request(prompt="Write a word about the sea:", temperature=1.0, max_tokens=6, seed=123)
+    assert backend.generate([request])[0].text == backend.generate([request])[0].text
+
+
+def test_max_tokens_stops_generation_and_says_so(backend):
+    out = backend.generate([Request(prompt="Count from one to fifty: one, two,", temperature=0, max_tokens=4)])[0]
+    assert out.completion_tokens == 4 and out.finish_reason == "length"
+
+
+def test_chat_format_applies_the_template(backend):
+    from clag.llm.hf import HFBackend
+
+    assert isinstance(backend, HFBackend)
+    backend.prompt_format = "chat"
+    try:
+        rendered = backend.render(Request(prompt="Hi"))
+    finally:
+        backend.prompt_format = "raw"
+    assert "<|im_start|>user" in rendered and rendered.rstrip().endswith("assistant")

@@ -1,0 +1,88 @@
+import sqlite3
+import warnings
+
+import pytest
+
+from clag.llm.cache import RequestCache
+from clag.llm.client import LLMClient
+from clag.llm.jsonout import empty_from_schema, extract_json
+from clag.llm.types import Request
+from tests.scripted_llm import ScriptedBackend
+
+SCHEMA = {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                                           "context": {"type": "string"}},
+          "required": ["keywords", "context"]}
+
+
+def test_a_rerun_is_served_from_the_cache(tmp_path):
+    backend = ScriptedBackend(lambda r: '{"keywords": ["a"], "context": "c"}')
+    first = LLMClient(backend, cache=RequestCache(tmp_path / "c.sqlite"))
+    requests = [Request(prompt=f"p{i}", json_schema=SCHEMA, temperature=0.7, tag="note") for i in range(3)]
+    out1 = first.generate(requests)
+    second = LLMClient(backend, cache=RequestCache(tmp_path / "c.sqlite"))
+    out2 = second.generate(requests)
+    assert len(backend.requests) == 3                       # the rerun made no backend call
+    assert [c.text for c in out1] == [c.text for c in out2]
+    assert all(c.cached for c in out2) and out2[0].parsed == {"keywords": ["a"], "context": "c"}
+    assert second.ledger.to_dict()["by_tag"]["note"]["cache_hits"] == 3
+    assert first.ledger.to_dict()["by_tag"]["note"]["prompt_tokens"] == 3
+
+
+def test_sampled_calls_get_reproducible_distinct_seeds():
+    backend = ScriptedBackend(lambda r: "x")
+    client = LLMClient(backend, run_seed=7)
+    same = Request(prompt="p", temperature=0.7)
+    client.generate([same, same, Request(prompt="p", temperature=0.0)])
+    seeds = [r.seed for r in backend.requests]
+    assert seeds[0] is not None and seeds[0] != seeds[1] and seeds[2] is None
+    again = ScriptedBackend(lambda r: "x")
+    LLMClient(again, run_seed=7).generate([same, same])
+    assert [r.seed for r in again.requests] == seeds[:2]
+    other = ScriptedBackend(lambda r: "x")
+    LLMClient(other, run_seed=8).generate([same])
+    assert other.requests[0].seed != seeds[0]
+
+
+def test_failures_are_counted_by_tag_and_fall_back_to_the_empty_object():
+    replies = iter(['no json here', '{"keywords": ["a", "b", "c"], "context": "c"}', '{"keywords": [], "context": "ok"}'])
+    client = LLMClient(ScriptedBackend(lambda r: next(replies)))
+    req = Request(prompt="p", json_schema=SCHEMA, temperature=0, tag="evolve")
+    value, completion = client.json_call(req)
+    assert value == {"keywords": [], "context": ""} and completion.parse_error
+    client.generate([req, req])
+    stats = client.ledger.to_dict()["by_tag"]["evolve"]
+    assert stats["calls"] == 3 and stats["parse_failures"] == 1 and stats["schema_violations"] == 1
+
+
+def test_truncation_is_counted():
+    client = LLMClient(ScriptedBackend(lambda r: '{"keywords": ["a"', finish_reason="length"))
+    client.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0, tag="note")])
+    stats = client.ledger.to_dict()["by_tag"]["note"]
+    assert stats["truncated"] == 1 and stats["parse_failures"] == 1
+
+
+def test_reference_json_extraction_and_empty_values():
+    assert extract_json('Sure! {"a": 1} done') == {"a": 1}
+    assert empty_from_schema({"properties": {"a": {"type": "array"}, "b": {"type": "boolean"},
+                                             "c": {"type": "integer"}, "d": {"type": "string"}}}) == {
+        "a": [], "b": False, "c": 0, "d": ""}
+
+
+def test_request_needs_exactly_one_of_prompt_or_messages():
+    with pytest.raises(ValueError):
+        Request()
+    with pytest.raises(ValueError):
+        Request(prompt="p", messages=(("user", "p"),))
+
+
+def test_a_corrupted_cache_is_moved_aside_and_rebuilt(tmp_path):
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache = RequestCache(path)
+    assert any("corrupted" in str(w.message) for w in caught)
+    assert list(tmp_path.glob("c.sqlite.corrupt-*"))
+    assert cache.get("missing") is None
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM completions").fetchone() == (0,)
