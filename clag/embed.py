@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from clag.errors import UserFacingError
 
-class EmbedderError(RuntimeError):
+
+class EmbedderError(UserFacingError):
     """The embedding model cannot be found; the message says what to install."""
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from clag.errors import UserFacingError
 from clag.registry import UnknownNameError
 from eval.cli import CONFIG_DIR
-from eval.errors import ClagBenchError, ConfigError
+from eval.errors import ConfigError
 
 #: (overrides, message) of every job of this process that failed with a user error
 FAILED_JOBS: list[tuple[str, str]] = []
@@ -64,9 +65,23 @@ def execute(cfg: DictConfig) -> Path:
         write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
     write_status(run_dir, "complete")
+    print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))
     print(f"run directory: {run_dir}")
     return run_dir
+
+
+def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
+    """One paragraph a user can read: what was run on what, and what it cost."""
+    import json
+
+    llm = resolved.get("llm") or {}
+    ledger = json.loads((run_dir / "ledger.json").read_text()).get("total", {})
+    calls, hits = ledger.get("calls", 0), ledger.get("cache_hits", 0)
+    return (f"ran {resolved['method']['name']} on {dataset.name}: {len(dataset.samples)} stream(s), "
+            f"{dataset.num_turns:,} turns, {dataset.num_questions:,} questions; LLM "
+            f"{llm.get('name', 'none')} ({llm.get('prompt_format', '-')} prompts): {calls} calls, "
+            f"{hits} from cache, {ledger.get('parse_failures', 0)} unparsable")
 
 
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
@@ -76,7 +91,7 @@ def main(cfg: DictConfig) -> None:
 
     try:
         execute(cfg)
-    except ClagBenchError as exc:
+    except UserFacingError as exc:
         if cfg.get("debug"):
             raise
         print(f"error: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clag.errors import UserFacingError
 from eval.errors import ClagBenchError, ConfigError
 
 CONFIG_DIR = Path(os.environ.get("CLAG_BENCH_CONFIGS",
@@ -184,7 +185,7 @@ def dispatch(argv: list[str]) -> int:
         rest = [*rest, "debug=true"]
     try:
         return COMMANDS[key](rest)
-    except ClagBenchError as exc:
+    except UserFacingError as exc:
         if debug:
             raise
         print(f"error: {exc}", file=sys.stderr)

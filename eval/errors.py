@@ -1,8 +1,12 @@
 """Errors a user can cause and fix. The CLI prints their message alone, without a traceback."""
 
 
-class ClagBenchError(Exception):
-    """Base class: the message is one actionable sentence."""
+
+from clag.errors import UserFacingError
+
+
+class ClagBenchError(UserFacingError):
+    """Base class of the harness's errors: the message is one actionable sentence."""
 
 
 class DataError(ClagBenchError):

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from clag.errors import UserFacingError
 from clag.llm.types import Completion, Request
 
 
@@ -133,7 +134,12 @@ class HFBackend:
     # ---- grammar ------------------------------------------------------------------------------
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
-        import xgrammar as xgr
+        try:
+            import xgrammar as xgr
+        except ImportError as exc:
+            raise UserFacingError(
+                "JSON-schema decoding needs xgrammar: run "
+                "`pip install --no-deps xgrammar==0.2.9 apache-tvm-ffi==0.1.15.post2`") from exc
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from clag.errors import UserFacingError
 from clag.llm.cache import RequestCache
 from clag.llm.client import LLMClient
 from clag.llm.ledger import Ledger
@@ -21,7 +22,7 @@ from clag.llm.types import LLM, Completion, Request
 from clag.registry import Registry
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(UserFacingError):
     """A model file is missing or not the published one; the message says how to fix it."""
 
 

@@ -12,10 +12,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from clag.errors import UserFacingError
 from clag.llm.types import Completion, Request
 
 
-class LLMServerError(RuntimeError):
+class LLMServerError(UserFacingError):
     """The server failed after every retry."""
 
 
