@@ -61,6 +61,10 @@ class VectorIndex:
         self.remove(ids)
         self.add(ids, vectors)
 
+    def vector(self, item: int) -> np.ndarray:
+        """The stored (for cosine: normalised) vector of one id."""
+        return self._index.reconstruct(int(item))
+
     def search(self, query: np.ndarray, k: int, subset: Sequence[int] | None = None
                ) -> tuple[list[int], list[float]]:
         """Ids and scores, best first. Cosine: higher is better; l2: squared distance, lower is better."""

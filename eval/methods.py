@@ -84,4 +84,5 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     return MethodRun(make_memory, answerer, ledger_report)
 
 
-METHODS.register("rag", "eval.methods:build_standard")
+for _name in ("rag", "amem", "clag", "clag_kmeans", "clag_cosine"):
+    METHODS.register(_name, "eval.methods:build_standard")

@@ -1,0 +1,247 @@
+"""Prompts and JSON schemas of the note machinery (A-mem) and of CLAG's cluster calls.
+
+Each prompt keeps the structure, fields and constraints of the reference (A-mem's
+``memory_layer.py``, CLAG's ``CLAG_memory.py``), in our own wording. Schemas come in two forms:
+``bounded`` (maxItems/maxLength: small models otherwise loop inside JSON until the token cap)
+and the reference's open form (``bounded=False``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: the example id the reference's routing prompt shows; small models copy it (clag.md §15)
+REFERENCE_ROUTE_EXAMPLE = "cluster_1"
+
+
+def _array(items: dict[str, Any], bounded: bool, max_items: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "array", "items": items}
+    if bounded:
+        schema["maxItems"] = max_items
+    return schema
+
+
+def _string(bounded: bool, max_length: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_length} if bounded else {"type": "string"}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+# ---------------------------------------------------------------------------- note analysis
+
+
+def analysis_schema(bounded: bool = True) -> dict[str, Any]:
+    word = _string(bounded, 40)
+    return _object({"keywords": _array(word, bounded, 8), "context": _string(bounded, 300),
+                    "tags": _array(word, bounded, 8)})
+
+
+def analysis_prompt(content: str) -> str:
+    return (
+        "Produce a structured analysis of the content below:\n"
+        "1. Pick out its most important keywords (nouns, verbs and key concepts).\n"
+        "2. Extract its central themes and context.\n"
+        "3. Assign categorical tags.\n\n"
+        "Answer with a JSON object:\n"
+        "{\n"
+        '    "keywords": [\n'
+        "        // several specific, distinct keywords naming its key concepts and terms,\n"
+        "        // most important first; no speaker names, no times;\n"
+        "        // at least three, without redundancy\n"
+        "    ],\n"
+        '    "context":\n'
+        "        // one sentence covering the main topic or domain, the key points,\n"
+        "        // and the intended audience or purpose\n"
+        "    ,\n"
+        '    "tags": [\n'
+        "        // several broad categories or themes for classifying it:\n"
+        "        // domain, format and type; at least three, without redundancy\n"
+        "    ]\n"
+        "}\n\n"
+        f"Content for analysis:\n{content}"
+    )
+
+
+# ---------------------------------------------------------------------------- evolution
+
+
+def evolution_schema(bounded: bool = True) -> dict[str, Any]:
+    word = _string(bounded, 40)
+    sentence = _string(bounded, 300)
+    return _object({
+        "should_evolve": {"type": "boolean"},
+        "actions": _array(_string(bounded, 20), bounded, 2),
+        "suggested_connections": _array({"type": "integer"}, bounded, 5),
+        "tags_to_update": _array(word, bounded, 8),
+        "new_context_neighborhood": _array(sentence, bounded, 5),
+        "new_tags_neighborhood": _array(_array(word, bounded, 8), bounded, 5),
+    })
+
+
+def neighbour_line(index: int, timestamp: str, content: str, context: str,
+                   keywords: Sequence[str], tags: Sequence[str]) -> str:
+    """One neighbour as the evolution prompt lists it (global position first)."""
+    return (f"memory index:{index}\t talk start time:{timestamp}\t memory content: {content}\t "
+            f"memory context: {context}\t memory keywords: {list(keywords)}\t memory tags: {list(tags)}\n")
+
+
+def evolution_prompt(context: str, content: str, keywords: Sequence[str], neighbours: str,
+                     neighbour_count: int) -> str:
+    return (
+        "You are an AI agent that maintains and evolves a knowledge base of memories.\n"
+        "Study the new memory note (its keywords and context) together with its nearest neighbour "
+        "memories, and decide how it should evolve.\n\n"
+        f"Context of the new memory:\n{context}\n"
+        f"content: {content}\n"
+        f"keywords: {list(keywords)}\n\n"
+        f"Nearest neighbour memories:\n{neighbours}\n"
+        "From this, decide:\n"
+        "1. Should the memory evolve? Weigh how it relates to the other memories.\n"
+        "2. Which actions to take (strengthen, update_neighbor)?\n"
+        "   2.1 strengthen: which memories should it be linked to (their memory index), and what "
+        "are its updated tags?\n"
+        "   2.2 update_neighbor: rewrite the context and tags of the neighbours from your "
+        "understanding of them; a neighbour that needs no change keeps its original context and "
+        "tags. Give the new contexts and tags in the same order as the neighbours above.\n"
+        "Tags should capture what characterises each memory, so it can be found and categorised "
+        "later.\n"
+        "new_tags_neighborhood and new_context_neighborhood must each have exactly one entry per "
+        f"neighbour. There are {neighbour_count} neighbours.\n"
+        "Reply in JSON with this structure:\n"
+        "{\n"
+        '    "should_evolve": true or false,\n'
+        '    "actions": ["strengthen", "update_neighbor"],\n'
+        '    "suggested_connections": [neighbour memory indices],\n'
+        '    "tags_to_update": ["tag_1", ..., "tag_n"],\n'
+        '    "new_context_neighborhood": ["new context", ..., "new context"],\n'
+        '    "new_tags_neighborhood": [["tag_1", ..., "tag_n"], ..., ["tag_1", ..., "tag_n"]]\n'
+        "}"
+    )
+
+
+# ---------------------------------------------------------------------------- query keywords
+
+
+def keywords_schema(bounded: bool = True) -> dict[str, Any]:
+    return _object({"keywords": _string(bounded, 200)})
+
+
+def keywords_prompt(question: str, separator_word: str = "commas") -> str:
+    """``separator_word="cosmos"`` reproduces A-mem's typo; CLAG fixed it to "commas"."""
+    return (
+        f"For the question below, write several keywords separated by '{separator_word}'.\n\n"
+        f"Question: {question}\n\n"
+        'Reply with a JSON object whose "keywords" field holds them.\n\n'
+        "Example reply:\n"
+        '{"keywords": "keyword1, keyword2, keyword3"}'
+    )
+
+
+# ---------------------------------------------------------------------------- CLAG clusters
+
+
+def cluster_block(cid: str, summary: str, tags: Sequence[str], examples: Sequence[str],
+                  size: int | None = None) -> str:
+    """One candidate cluster as routing (with size) and selection prompts list it."""
+    lines = [f"- cluster_id: {cid}"]
+    if size is not None:
+        lines.append(f"  size: {size}")
+    lines += [f"  summary: {summary}", f"  tags: {list(tags)}", "  representative_memories:"]
+    lines += [f"- {e}" for e in examples]
+    return "\n".join(lines) + "\n"
+
+
+def _id_schema(bounded: bool, candidates: Sequence[str] | None) -> dict[str, Any]:
+    if candidates:
+        return {"type": "string", "enum": list(candidates)}
+    return _string(bounded, 64)
+
+
+def route_schema(bounded: bool = True, candidates: Sequence[str] | None = None) -> dict[str, Any]:
+    """``candidates`` turns the choice into an enum of the candidate ids (a repair, off by default)."""
+    return _object({"choice": _id_schema(bounded, candidates)})
+
+
+def route_prompt(content: str, context: str, tags: Sequence[str], candidates_text: str,
+                 example_id: str = REFERENCE_ROUTE_EXAMPLE) -> str:
+    return (
+        "You are an assistant that routes memories into clusters.\n\n"
+        "A new memory has arrived:\n"
+        f"- Content: {content}\n"
+        f"- Context: {context}\n"
+        f"- Tags: {list(tags)}\n\n"
+        "Candidate clusters that may relate to it (pre-selected by vector similarity):\n"
+        f"{candidates_text}\n"
+        "Your task:\n"
+        "1. Study the topics and contexts of the candidate clusters above.\n"
+        "2. Pick the one `cluster_id` whose meaning and theme fit the new memory best.\n"
+        "3. You MUST pick exactly one cluster_id from the candidate list.\n\n"
+        "Reply with a JSON object only:\n"
+        "{\n"
+        f'"choice": "{example_id}"\n'
+        "}"
+    )
+
+
+def profile_schema(bounded: bool = True) -> dict[str, Any]:
+    return _object({"summary": _string(bounded, 300), "tags": _array(_string(bounded, 40), bounded, 3)})
+
+
+def profile_prompt(samples: Sequence[tuple[str, str, Sequence[str]]]) -> str:
+    """``samples``: (content, context, tags) of the members nearest the cluster centre."""
+    text = "\n".join(f"- content: {c}\n  context: {ctx}\n  tags: {list(t)}\n" for c, ctx, t in samples)
+    return (
+        "You are an assistant that describes clusters of memories.\n\n"
+        "The memory snippets below all belong to the SAME cluster:\n\n"
+        f"{text}\n"
+        "Your task:\n"
+        "1. Write ONE short sentence that best states the cluster's main topic.\n"
+        "2. Give EXACTLY 3 tags.\n"
+        "- Each tag is a single word.\n"
+        "- No tag may repeat.\n\n"
+        "Reply with a JSON object only, with these KEYS (a schema, not the content):\n\n"
+        "{\n"
+        '    "summary": "...the one-sentence summary...",\n'
+        '    "tags": ["tag_1", "tag_2", "tag_3"]\n'
+        "}"
+    )
+
+
+def selection_schema(bounded: bool = True, max_selected: int = 10,
+                     candidates: Sequence[str] | None = None) -> dict[str, Any]:
+    return _object({"selected_clusters": _array(_id_schema(bounded, candidates), bounded, max_selected)})
+
+
+def selection_prompt(query: str, query_tags: Sequence[str], candidates_text: str,
+                     max_selected: int = 10) -> str:
+    return (
+        "You are an AI memory router: you choose the memory clusters most relevant to a query.\n"
+        "You get several candidate clusters, each with:\n"
+        "- cluster_id\n"
+        "- a one-sentence summary\n"
+        "- optional tags\n"
+        "- one or more representative memories\n\n"
+        "Your task:\n"
+        "1. Study the user query and its query_tags.\n"
+        "2. Judge how relevant each candidate cluster is.\n"
+        f"3. Decide how many clusters are really needed: return between 0 and {max_selected}.\n"
+        "   - If one cluster clearly suffices to answer the query, return only that one.\n"
+        "   - Add further clusters only when they are needed to answer it.\n"
+        "4. If no cluster is meaningfully related, return an empty list.\n\n"
+        "Reply with JSON only, in this format:\n"
+        "{\n"
+        '  "selected_clusters": ["cluster_id_1", "cluster_id_2"]\n'
+        "}\n"
+        "When no cluster is relevant, reply:\n"
+        "{\n"
+        '  "selected_clusters": []\n'
+        "}\n\n"
+        f"User query: {query}\n"
+        f"Query tags: {list(query_tags)}\n\n"
+        "Candidate clusters:\n"
+        f"{candidates_text}"
+    )

@@ -1,0 +1,99 @@
+"""Where a new note goes: CLAG's agentic router and the two geometric ablations.
+
+- ``agentic`` (CLAG, ``route_new_memory_with_llm``): the 5 clusters whose centroids are nearest
+  in squared L2 are shown to the SLM (temperature 0.2), which must name one. An empty, unknown
+  or unparsable answer opens a new cluster (``invalid_route: nearest`` takes the nearest
+  candidate instead — a repair, off by default); so does a cosine similarity below 0.1 between
+  the note and the chosen centroid.
+- ``cosine`` (ablation): the nearest centroid by cosine, a new cluster below the threshold; no
+  SLM call.
+- ``kmeans`` (ablation): no routing while ingesting — clusters come from K-Means over the final
+  memory (the reference's cache-reload path) — so evolution stays global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from clag.clusters import cosine, squared_distances
+from clag.prompts import REFERENCE_ROUTE_EXAMPLE, cluster_block, route_prompt, route_schema
+
+if TYPE_CHECKING:
+    from clag.memory import CLAGMemory
+    from clag.notes import MemoryNote
+
+ROUTERS = ("agentic", "cosine", "kmeans")
+
+
+@dataclass
+class RouteDecision:
+    note: int
+    chosen: str | None                      # None: open a new cluster
+    reason: str                             # routed | invalid_choice | unparsable | low_similarity | ...
+    candidates: list[str] = field(default_factory=list)
+    choice: str | None = None               # what the SLM answered
+    similarity: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def candidates_text(memory: CLAGMemory, cluster_ids: Sequence[str], with_size: bool) -> str:
+    contents = [n.content for n in memory.notes]
+    blocks = []
+    for cid in cluster_ids:
+        c = memory.clusters[cid]
+        blocks.append(cluster_block(cid, c.summary, c.tags, c.examples(contents, 3, memory.snippet_chars),
+                                    len(c.members) if with_size else None))
+    return "\n".join(blocks)
+
+
+def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
+    position = len(memory.notes)
+    ranked = squared_distances(vector, list(memory.clusters.values()))
+    candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
+    prompt = route_prompt(note.content, note.context, note.tags,
+                          candidates_text(memory, candidates, with_size=True),
+                          example_id=REFERENCE_ROUTE_EXAMPLE if memory.route_example_id is None
+                          else memory.route_example_id)
+    schema = route_schema(memory.bounded, candidates if memory.constrain_cluster_ids else None)
+    parsed, _ = memory._call(prompt, schema, "route", temperature=memory.route_temperature)
+    choice = parsed.get("choice") if parsed is not None else None
+    choice = choice.strip() if isinstance(choice, str) else ""
+    decision = RouteDecision(position, None, "routed", candidates, choice or None)
+    if parsed is None:
+        decision.reason = "unparsable"
+    elif not choice or choice not in candidates:
+        decision.reason = "invalid_choice"
+    if decision.reason != "routed":
+        if memory.invalid_route != "nearest":
+            return decision
+        choice = candidates[0]
+        decision.reason = "nearest_fallback"
+    decision.similarity = cosine(vector, memory.clusters[choice].centroid)
+    if decision.similarity < memory.sim_threshold:
+        decision.reason = "low_similarity"
+        return decision
+    decision.chosen = choice
+    return decision
+
+
+def route_cosine(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
+    position = len(memory.notes)
+    scored = sorted(((cosine(vector, c.centroid), cid) for cid, c in memory.clusters.items()),
+                    key=lambda item: -item[0])
+    best_sim, best = scored[0]
+    decision = RouteDecision(position, None, "routed", [cid for _, cid in scored[:memory.routing_top_k]],
+                             best, best_sim)
+    if best_sim < memory.sim_threshold:
+        decision.reason = "low_similarity"
+        return decision
+    decision.chosen = best
+    return decision
+
+
+ROUTE_FUNCTIONS = {"agentic": route_agentic, "cosine": route_cosine}
