@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
+from clag.files import sha256_file
 from clag.llm.types import Completion, Request
 
 
@@ -35,11 +36,7 @@ def default_model_cache() -> Path:
 
 @lru_cache(maxsize=16)
 def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(path)
 
 
 def weights_id(path: str) -> str:

@@ -7,7 +7,6 @@ on the hub. ``llm.path=`` takes any local GGUF file or HF folder instead.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from collections.abc import Mapping
 from functools import lru_cache
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
+from clag.files import sha256_file
 from clag.llm.cache import RequestCache
 from clag.llm.client import LLMClient
 from clag.llm.ledger import Ledger
@@ -40,7 +40,7 @@ PACKAGED_MODELS: dict[str, dict[str, Any]] = {
 
 @lru_cache(maxsize=8)
 def _verified(path: str, size: int, sha256: str) -> None:
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    digest = sha256_file(Path(path))
     if digest != sha256:
         raise ModelFileError(f"{path} does not match its published sha256 ({digest[:12]}…); reinstall it")
 

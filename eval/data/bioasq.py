@@ -24,13 +24,12 @@ from typing import Any
 
 from eval.data.contract import Dataset
 from eval.data.io import read_json
-from eval.data.locomo_layout import parse_locomo_layout
+from eval.data.locomo_layout import chunk_record, parse_locomo_layout
 from eval.data.sources import is_verified, verify
 from eval.errors import DataError
 
 DEFAULT_GLOB = "bioasq/taskb_golden/Task10BGoldenEnriched/10B*_golden.json"
 CATEGORY_BY_TYPE = {"factoid": 4, "list": 6}
-STREAM_DATE = "2020-01-01 00:00:00"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -117,12 +116,7 @@ def build_bioasq_chunks(
             qa.append({"question_id": rec["question_id"], "question": rec["question"],
                        "answer": rec["answer"], "category": rec["category"],
                        "gold_turn_ids": gold})
-        chunks.append({
-            "sample_id": c,
-            "conversation": {"speaker_a": "System", "speaker_b": "User", "session_0": turns,
-                             "session_0_date_time": STREAM_DATE},
-            "qa": qa,
-        })
+        chunks.append(chunk_record(c, turns, qa))
     return chunks
 
 

@@ -17,21 +17,17 @@ from typing import Any
 
 from eval.data.contract import Dataset
 from eval.data.io import read_json, read_jsonl
-from eval.data.locomo_layout import parse_locomo_layout
+from eval.data.locomo_layout import chunk_record, load_layout_file, parse_locomo_layout
 from eval.data.sources import file_sha256, resolve
 from eval.errors import DataError
 
 PAPER_FILE = "hotpotqa/hotpot_200.json"
 RAW_FILE = "hotpotqa/hotpot_dev_distractor_500.jsonl"
-STREAM_DATE = "2020-01-01 00:00:00"
 
 
 def load_hotpot200(root: Path, file: str = PAPER_FILE, allow_download: bool = True) -> Dataset:
     """The paper's own subset, exactly as it evaluated it."""
-    path = resolve(file, root, allow_download=allow_download)
-    report: Counter = Counter()
-    samples = parse_locomo_layout(read_json(path), source=str(path), report=report)
-    return Dataset("hotpotqa", samples, report, {file: file_sha256(path)})
+    return load_layout_file("hotpotqa", root, file, allow_download)
 
 
 def load_hotpot_raw(
@@ -123,10 +119,5 @@ def build_hotpot_chunks(
                 report["questions_without_10_paragraphs"] += 1
             qa.append({"question": item["question"], "answer": item["answer"], "category": 4,
                        "question_id": item["id"], "gold_turn_ids": gold})
-        chunks.append({
-            "sample_id": c,
-            "conversation": {"speaker_a": "System", "speaker_b": "User", "session_0": turns,
-                             "session_0_date_time": STREAM_DATE},
-            "qa": qa,
-        })
+        chunks.append(chunk_record(c, turns, qa))
     return chunks

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 from eval.data.contract import Dataset
-from eval.data.io import read_json
-from eval.data.locomo_layout import parse_locomo_layout
-from eval.data.sources import file_sha256, resolve
+from eval.data.locomo_layout import load_layout_file
 
 DEFAULT_FILE = "locomo/locomo10.json"
 
 
 def load_locomo(root: Path, file: str = DEFAULT_FILE, allow_download: bool = True) -> Dataset:
     """The ten conversations, image turns captioned, evidence ids cleaned (see the report)."""
-    path = resolve(file, root, allow_download=allow_download)
-    report: Counter = Counter()
-    samples = parse_locomo_layout(read_json(path), source=str(path), report=report)
-    return Dataset("locomo", samples, report, {file: file_sha256(path)})
+    return load_layout_file("locomo", root, file, allow_download)

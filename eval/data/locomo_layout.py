@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from clag.types import Question, Sample, Turn
 from eval.errors import DataError
+
+if TYPE_CHECKING:
+    from eval.data.contract import Dataset
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 # LoCoMo evidence ids look like "D12:3"; a few are written "D:11:26" or "D30:05".
@@ -21,6 +25,30 @@ _LOCOMO_ID = re.compile(r"D:?(\d+):0*(\d+)")
 #: the true label of a LoCoMo category-5 (adversarial) question whose data has none
 NOT_MENTIONED = "Not mentioned in the conversation"
 ADVERSARIAL = 5
+
+
+#: the date the paper's chunk builders give every HotpotQA/BioASQ stream
+CHUNK_STREAM_DATE = "2020-01-01 00:00:00"
+
+
+def chunk_record(index: int, turns: list[dict[str, str]], qa: list[dict[str, Any]]) -> dict[str, Any]:
+    """One HotpotQA/BioASQ chunk in LoCoMo layout: a single "System" session."""
+    return {"sample_id": index,
+            "conversation": {"speaker_a": "System", "speaker_b": "User", "session_0": turns,
+                             "session_0_date_time": CHUNK_STREAM_DATE},
+            "qa": qa}
+
+
+def load_layout_file(name: str, root: Path, file: str, allow_download: bool = True) -> Dataset:
+    """A dataset stored in LoCoMo layout under the data root (LoCoMo, ``hotpot_200.json``)."""
+    from eval.data.contract import Dataset
+    from eval.data.io import read_json
+    from eval.data.sources import file_sha256, resolve
+
+    path = resolve(file, root, allow_download=allow_download)
+    report: Counter = Counter()
+    samples = parse_locomo_layout(read_json(path), source=str(path), report=report)
+    return Dataset(name, samples, report, {file: file_sha256(path)})
 
 
 def parse_locomo_layout(records: Any, source: str, report: Counter) -> list[Sample]:

@@ -7,7 +7,6 @@ a silently changed benchmark file would make every number in a table untrustwort
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from clag.files import sha256_file
 from eval.errors import DataError
 
 ENV_VAR = "CLAG_BENCH_DATA"
@@ -60,11 +60,7 @@ def data_root(configured: str | os.PathLike[str] | None = None) -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return sha256_file(path)
 
 
 @lru_cache(maxsize=256)
