@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+import traceback
 from pathlib import Path
+from typing import Any
 
 import hydra
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from clag.errors import UserFacingError
@@ -64,6 +68,10 @@ def execute(cfg: DictConfig) -> Path:
     except BaseException as exc:
         write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    from eval.tracking import log_run
+
+    log_run(resolved.get("logger"), resolved, run_dir, metrics,
+            json.loads((run_dir / "ledger.json").read_text()))
     write_status(run_dir, "complete")
     print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))
@@ -73,8 +81,6 @@ def execute(cfg: DictConfig) -> Path:
 
 def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
     """One paragraph a user can read: what was run on what, and what it cost."""
-    import json
-
     llm = resolved.get("llm") or {}
     ledger = json.loads((run_dir / "ledger.json").read_text()).get("total", {})
     calls, hits = ledger.get("calls", 0), ledger.get("cache_hits", 0)
@@ -84,18 +90,62 @@ def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
             f"{hits} from cache, {ledger.get('parse_failures', 0)} unparsable")
 
 
+SWEEP_STATUS = "sweep_status.jsonl"
+
+
+def record_sweep_job(sweep_dir: Path, num: int, label: str, outcome: str, error: str | None) -> None:
+    """One line per finished job, appended by the job's own process (any launcher)."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"job": num, "overrides": label, "outcome": outcome, "error": error})
+    with (sweep_dir / SWEEP_STATUS).open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+class SweepSummary(Callback):
+    """After a multirun (in the launching process): which jobs completed and which failed, why."""
+
+    failed: int = 0
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        path = Path(config.hydra.sweep.dir) / SWEEP_STATUS
+        jobs = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+        failed = [j for j in jobs if j["outcome"] != "complete"]
+        SweepSummary.failed = len(failed)
+        print(f"sweep finished: {len(jobs) - len(failed)} complete, {len(failed)} failed "
+              f"(status: {path})", flush=True)
+        for job in sorted(failed, key=lambda j: j["job"]):
+            print(f"  failed #{job['job']} [{job['overrides']}]: {job['error']}", file=sys.stderr)
+
+
 @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    hydra_cfg = HydraConfig.get()
+    sweeping = hydra_cfg.mode == RunMode.MULTIRUN
+    label = " ".join(hydra_cfg.overrides.task)
+    outcome = "failed"
     try:
-        execute(cfg)
+        run_dir = execute(cfg)
     except UserFacingError as exc:
         if cfg.get("debug"):
             raise
         print(f"error: {exc}", file=sys.stderr)
-        FAILED_JOBS.append((" ".join(HydraConfig.get().overrides.task), str(exc)))
-        # in a sweep, one bad job must not stop the others
-        if HydraConfig.get().mode != RunMode.MULTIRUN:
+        FAILED_JOBS.append((label, str(exc)))
+        if not sweeping:
             raise SystemExit(2) from None
+    except Exception as exc:
+        # in a sweep, one broken job must not stop the others: report it and go on
+        if not sweeping or cfg.get("debug"):
+            raise
+        traceback.print_exc()
+        FAILED_JOBS.append((label, f"{type(exc).__name__}: {exc}"))
+    else:
+        outcome = "complete"
+        if sweeping:
+            print(f"[sweep] run directory: {run_dir}")
+    if sweeping:
+        error = FAILED_JOBS[-1][1] if outcome == "failed" else None
+        record_sweep_job(Path(hydra_cfg.sweep.dir), hydra_cfg.job.num, label, outcome, error)
+        print(f"[sweep] job #{hydra_cfg.job.num} {outcome}: {label}", flush=True)

@@ -29,6 +29,7 @@ commands:
   data verify [overrides…]         load every dataset, check checksums, print one line each
   data export data=NAME out=FILE   write the samples exactly as memory systems see them
   score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
+  tables [--runs DIR] [--out DIR]  paper tables beside the published numbers, CIs, plots
 
 add --debug to any command to see full tracebacks."""
 
@@ -122,6 +123,37 @@ def score(args: list[str]) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------- tables
+
+
+def tables(args: list[str]) -> int:
+    from eval.plots import make_plots
+    from eval.tables import build_tables, runs_used, to_markdown, write_tables
+
+    parser = argparse.ArgumentParser(prog="python -m eval tables")
+    parser.add_argument("--runs", type=Path, default=Path("results/runs"), help="run directories root")
+    parser.add_argument("--out", type=Path, default=Path("results/tables"), help="where tables go")
+    parser.add_argument("--llm", help="only runs of this llm (default: one set of tables per llm)")
+    parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for CIs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-plots", action="store_true")
+    ns = parser.parse_args(args)
+    if not ns.runs.is_dir():
+        raise ConfigError(f"no run directories under {ns.runs}: run `python -m eval run …` first")
+    built = build_tables(ns.runs, ns.llm, resamples=ns.bootstrap, seed=ns.seed)
+    if not built:
+        raise ConfigError(f"no complete run under {ns.runs}" + (f" for llm={ns.llm}" if ns.llm else ""))
+    written = write_tables(built, ns.out)
+    if not ns.no_plots:
+        for llm in built:
+            written += make_plots([r for r in runs_used(ns.runs) if r.llm == llm], ns.out / llm)
+    for llm_tables in built.values():
+        for table in llm_tables[:3]:
+            print(to_markdown(table))
+    print(f"wrote {len(written)} files under {ns.out}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------- run
 
 
@@ -139,7 +171,7 @@ def check_group_choices(args: list[str]) -> None:
             continue
         folder = CONFIG_DIR / group
         valid = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
-        for choice in value.split(","):
+        for choice in value.strip("[]").split(","):
             if choice not in valid:
                 hint = difflib.get_close_matches(choice, valid, n=1)
                 did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -149,22 +181,18 @@ def check_group_choices(args: list[str]) -> None:
 
 def run(args: list[str]) -> int:
     """Hand the arguments to the Hydra app (so -m, --cfg, --help work as Hydra documents)."""
-    from eval.app import FAILED_JOBS, main
+    from eval.app import FAILED_JOBS, SweepSummary, main
 
     check_group_choices(args)
     sys.argv = ["python -m eval run", *args]
     main()
-    if FAILED_JOBS:
-        print(f"{len(FAILED_JOBS)} run(s) failed:", file=sys.stderr)
-        for overrides, message in FAILED_JOBS:
-            print(f"  [{overrides}] {message}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if FAILED_JOBS or SweepSummary.failed else 0
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "score": score,
+    "tables": tables,
     "data verify": data_verify,
     "data export": data_export,
 }

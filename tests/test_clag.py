@@ -191,3 +191,17 @@ def test_ledger_counts_every_call_by_tag(embedder):
     # profiles: 3 at the K-Means start, 3 at the 100th evolution (note 101), 3 after the stream
     assert {t: by_tag[t]["calls"] for t in by_tag} == {
         "note": 101, "evolve": 101, "route": 1, "profile": 9, "keywords": 1, "select": 1}
+
+
+def test_split_happens_strictly_above_the_threshold(embedder):
+    client, _ = scripted_client()
+    memory = ingest(CLAGMemory(embedder, client, evo_threshold=1000), 100)
+    largest = max(memory.clusters.values(), key=lambda c: len(c.members))
+    memory.cluster_split_threshold = len(largest.members)          # equal: kept whole
+    memory.consolidate()
+    assert largest.id in memory.clusters
+    memory.cluster_split_threshold = len(largest.members) - 1      # one above: split in two
+    memory.consolidate()
+    assert largest.id not in memory.clusters
+    assert {f"{largest.id}_a", f"{largest.id}_b"} <= set(memory.clusters)
+    assert CLAGMemory(embedder, client).cluster_split_threshold == 300

@@ -15,7 +15,7 @@ def cli(*args, data_root=None, check=True):
     if data_root is not None:
         env["CLAG_BENCH_DATA"] = str(data_root)
     proc = subprocess.run([sys.executable, "-m", "eval", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=900)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -94,5 +94,6 @@ def test_multirun_runs_every_job_and_lists_the_failures(tmp_path):
                f"hydra.sweep.dir={tmp_path}", check=False)
     assert proc.returncode == 1
     assert "#0 : data=locomo" in proc.stdout + proc.stderr and "#1 : data=bioasq" in proc.stdout + proc.stderr
-    assert "2 run(s) failed:" in proc.stderr
-    assert "[data=bioasq results_root=/nonexistent-unused] choose a memory system" in proc.stderr
+    assert "sweep finished: 0 complete, 2 failed" in proc.stdout
+    assert "failed #1 [data=bioasq results_root=/nonexistent-unused]: choose a memory system" in proc.stderr
+    assert (tmp_path / "sweep_status.jsonl").read_text().count('"outcome": "failed"') == 2

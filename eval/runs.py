@@ -1,0 +1,84 @@
+"""Reading run directories back: what ``eval tables`` and the plots are built from (nothing else)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    path: Path
+    data: str
+    method: str
+    llm: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.method, self.data, self.llm
+
+    def _json(self, name: str) -> Any:
+        return json.loads((self.path / name).read_text(encoding="utf-8"))
+
+    @cached_property
+    def status(self) -> dict[str, Any]:
+        return self._json("status.json")
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        return self._json("metrics.json")
+
+    @cached_property
+    def ledger(self) -> dict[str, Any]:
+        return self._json("ledger.json")
+
+    @cached_property
+    def memory_stats(self) -> list[dict[str, Any]]:
+        return self._json("memory_stats.json")
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return yaml.safe_load((self.path / "config.yaml").read_text(encoding="utf-8"))
+
+    @cached_property
+    def predictions(self) -> list[dict[str, Any]]:
+        lines = (self.path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def mean(self, metric: str, group: str = "overall") -> float | None:
+        value = self.metrics.get(group, {}).get(metric)
+        return None if value is None else 100 * value["mean"]
+
+    def per_question(self, metric: str) -> dict[str, float]:
+        return {f"{r['sample_id']}::{r['question_id']}": r["scores"][metric] for r in self.predictions
+                if r["scores"].get(metric) is not None}
+
+
+def find_runs(root: Path) -> list[RunRecord]:
+    """Every complete run under ``root`` (``<data>/<method>/<llm>/<run>/status.json``)."""
+    runs = []
+    for status in sorted(Path(root).glob("*/*/*/*/status.json")):
+        run_dir = status.parent
+        data, method, llm = run_dir.parts[-4:-1]
+        if data.startswith("_"):
+            continue
+        try:
+            state = json.loads(status.read_text(encoding="utf-8")).get("state")
+        except (json.JSONDecodeError, OSError):
+            continue
+        if state == "complete" and (run_dir / "metrics.json").is_file():
+            runs.append(RunRecord(run_dir, data, method, llm))
+    return runs
+
+
+def latest_runs(runs: list[RunRecord]) -> dict[tuple[str, str, str], RunRecord]:
+    """The latest complete run per (method, data, llm); run directories sort by start time."""
+    latest: dict[tuple[str, str, str], RunRecord] = {}
+    for run in sorted(runs, key=lambda r: r.path.name):
+        latest[run.key] = run
+    return latest

@@ -1,0 +1,231 @@
+"""``python -m eval tables``: the paper's tables rebuilt from run directories, beside the
+published numbers, plus what the paper lacks.
+
+Only run directories are read (the latest complete run per method × dataset × LLM). Each table
+is written as Markdown, LaTeX and CSV. Paper tables have one row per published cell:
+reproduced value, published value, delta, and — for every method but CLAG — the paired
+bootstrap 95% CI of its difference from CLAG on the same questions. Missing runs show "—".
+Values are ×100.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval.runs import RunRecord, find_runs, latest_runs
+from eval.stats import Interval, paired_difference
+
+PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
+REFERENCE_METHOD = "clag"
+INGEST_TAGS = ("note", "evolve", "route", "profile")
+METRIC_LABELS = {"f1": "F1", "bleu1": "BLEU-1", "e_precision": "E-Prec", "e_recall": "E-Recall",
+                 "e_f1": "E-F1", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10",
+                 "f1_corrected": "F1 (corrected c5)"}
+PAPER_TABLES = {
+    "final_answer": ("Final-answer F1 / BLEU-1", "final_answer.csv", ("f1", "bleu1")),
+    "bioasq_retrieval": ("BioASQ evidence retrieval", "bioasq_retrieval.csv",
+                         ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")),
+    "clustering_ablation": ("Clustering ablation on BioASQ", "clustering_ablation.csv", ("f1", "bleu1")),
+}
+
+
+@dataclass
+class Table:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, Interval):
+        return f"{100 * value.estimate:+.2f} [{100 * value.low:+.2f}, {100 * value.high:+.2f}]"
+    return str(value)
+
+
+def to_markdown(table: Table) -> str:
+    lines = [f"### {table.title}", "", "| " + " | ".join(table.columns) + " |",
+             "|" + "|".join("---" for _ in table.columns) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in table.rows]
+    lines += [""] + [f"- {note}" for note in table.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
+                          ("#", r"\#"), ("—", "--"), ("Δ", r"$\Delta$")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def to_latex(table: Table) -> str:
+    spec = "l" * 3 + "r" * (len(table.columns) - 3) if len(table.columns) > 3 else "l" * len(table.columns)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}", r"\toprule",
+             " & ".join(_latex_escape(c) for c in table.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_escape(_cell(v)) for v in row) + r" \\" for row in table.rows]
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_escape(table.title)}}}",
+              rf"\label{{tab:{table.name}}}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(table: Table) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(table.columns)
+    for row in table.rows:
+        cells = []
+        for value in row:
+            if value is None:
+                cells.append("")
+            elif isinstance(value, float):
+                cells.append(f"{value:.4f}")
+            elif isinstance(value, Interval):
+                cells.append(f"{100 * value.estimate:.4f} [{100 * value.low:.4f}, {100 * value.high:.4f}]")
+            else:
+                cells.append(str(value))
+        writer.writerow(cells)
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------------------- table builders
+
+
+def read_published(name: str, paper_dir: Path = PAPER_DIR) -> list[dict[str, str]]:
+    with (paper_dir / name).open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _versus_reference(runs: dict, method: str, data: str, llm: str, metric: str,
+                      resamples: int, seed: int) -> Interval | None:
+    run, reference = runs.get((method, data, llm)), runs.get((REFERENCE_METHOD, data, llm))
+    if run is None or reference is None or method == REFERENCE_METHOD:
+        return None
+    return paired_difference(run.per_question(metric), reference.per_question(metric), resamples, seed)
+
+
+def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str,
+                paper_dir: Path = PAPER_DIR, resamples: int = 2000, seed: int = 0) -> Table:
+    title, file, metrics = PAPER_TABLES[name]
+    rows, missing, used = [], 0, set()
+    for published in read_published(file, paper_dir):
+        method, data = published["method"], published["data"]
+        used.add((method, data))
+        run = runs.get((method, data, llm))
+        for metric in metrics:
+            reproduced = run.mean(metric) if run is not None else None
+            paper_value = float(published[metric])
+            if reproduced is None:
+                missing += 1
+            rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value,
+                         None if reproduced is None else reproduced - paper_value,
+                         _versus_reference(runs, method, data, llm, metric, resamples, seed)])
+    notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
+    if missing:
+        notes.append(f"{missing} cell(s) have no complete run (—).")
+    if name == "bioasq_retrieval":
+        notes.append("nDCG@10 is trec_eval's ndcg_cut_10; the paper's definition is unpublished.")
+    notes.append("vs CLAG: paired bootstrap mean difference over shared questions, 95% CI.")
+    for method, data in sorted(used):
+        run = runs.get((method, data, llm))
+        if run is not None:
+            notes.append(f"run used: {method}/{data}: {run.path.name} ({run.metrics['questions']} questions)")
+    columns = ["Method", "Data", "Metric", "Reproduced", "Published", "Δ", "vs CLAG (95% CI)"]
+    return Table(name, f"{title} ({llm})", columns, rows, notes)
+
+
+def locomo_categories(runs: dict, llm: str) -> Table:
+    names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+    rows = []
+    for (method, data, run_llm), run in sorted(runs.items()):
+        if data != "locomo" or run_llm != llm:
+            continue
+        row = [method] + [run.mean("f1", f"category_{c}") for c in names]
+        row += [run.mean("f1_corrected", "category_5"), run.mean("f1"), run.mean("f1_corrected")]
+        rows.append(row)
+    columns = ["Method"] + [f"F1 c{c} {n}" for c, n in names.items()]
+    columns += ["F1 c5 corrected", "F1 overall", "F1 overall corrected"]
+    return Table("locomo_categories", f"LoCoMo F1 by category ({llm})", columns, rows,
+                 ["Corrected: category 5 scored against its true label (not mentioned) instead of the "
+                  "adversarial answer the paper scores against."])
+
+
+def _by_data(item: tuple[tuple[str, str, str], RunRecord]) -> tuple[str, str]:
+    (method, data, _), _run = item
+    return data, method
+
+
+def retrieval_all(runs: dict, llm: str) -> Table:
+    metrics = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
+    rows = [[method, data] + [run.mean(m) for m in metrics]
+            for (method, data, run_llm), run in sorted(runs.items(), key=_by_data) if run_llm == llm]
+    return Table("retrieval", f"Evidence retrieval on every dataset ({llm})",
+                 ["Method", "Data"] + [METRIC_LABELS[m] for m in metrics], rows)
+
+
+def cost(runs: dict, llm: str) -> Table:
+    rows = []
+    for (method, data, run_llm), run in sorted(runs.items(), key=_by_data):
+        if run_llm != llm:
+            continue
+        by_tag = run.ledger.get("by_tag", {})
+        questions = max(run.metrics.get("questions", 0), 1)
+        memories = max(sum(s.get("turns", 0) for s in run.memory_stats), 1)
+        ingest = sum(v["calls"] for t, v in by_tag.items() if t in INGEST_TAGS)
+        asked = sum(v["calls"] for t, v in by_tag.items() if t not in INGEST_TAGS)
+        prompt = sum(v["prompt_tokens"] for v in by_tag.values())
+        completion = sum(v["completion_tokens"] for v in by_tag.values())
+        failures = sum(v["parse_failures"] for v in by_tag.values())
+        rows.append([method, data, float(ingest / memories), float(asked / questions),
+                     float(prompt / questions), float(completion / questions), failures])
+    return Table("cost", f"LLM cost ({llm})",
+                 ["Method", "Data", "calls / memory", "calls / question", "prompt tokens / question",
+                  "completion tokens / question", "parse failures"], rows,
+                 ["Tokens count fresh calls only; cache hits cost none. Per question: all tokens of the "
+                  "run divided by its questions."])
+
+
+def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPER_DIR,
+                 resamples: int = 2000, seed: int = 0) -> dict[str, list[Table]]:
+    """Tables per LLM found among the runs (or only ``llm``)."""
+    runs = latest_runs(find_runs(runs_root))
+    llms = sorted({key[2] for key in runs}) if llm is None else [llm]
+    out: dict[str, list[Table]] = {}
+    for name in llms:
+        tables = [paper_table(t, runs, name, paper_dir, resamples, seed) for t in PAPER_TABLES]
+        tables += [locomo_categories(runs, name), retrieval_all(runs, name), cost(runs, name)]
+        out[name] = tables
+    return out
+
+
+def write_tables(tables: dict[str, list[Table]], out_dir: Path) -> list[Path]:
+    written = []
+    for llm, llm_tables in tables.items():
+        folder = out_dir / llm
+        folder.mkdir(parents=True, exist_ok=True)
+        index = [f"# Tables ({llm})", ""]
+        for table in llm_tables:
+            for suffix, render in ((".md", to_markdown), (".tex", to_latex), (".csv", to_csv)):
+                path = folder / f"{table.name}{suffix}"
+                path.write_text(render(table), encoding="utf-8")
+                written.append(path)
+            index.append(to_markdown(table))
+        (folder / "README.md").write_text("\n".join(index), encoding="utf-8")
+        written.append(folder / "README.md")
+    return written
+
+
+def runs_used(runs_root: Path) -> Sequence[RunRecord]:
+    return list(latest_runs(find_runs(runs_root)).values())
