@@ -8,7 +8,6 @@ reference parses it, and failures are counted per tag, never silently dropped.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -112,6 +111,3 @@ class LLMClient:
         return {"model_id": self.model_id, "run_seed": self.run_seed,
                 "cache": str(self.cache.path) if self.cache else None}
 
-
-def schema_fingerprint(schema: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:12]

@@ -196,12 +196,15 @@ class HFBackend:
             ended = self.tokenizer.eos_token_id in new_tokens
             if ended:
                 new_tokens = new_tokens[:new_tokens.index(self.tokenizer.eos_token_id)]
-            new_tokens = [t for t in new_tokens if t != self.tokenizer.pad_token_id][:request.max_tokens]
+            new_tokens = [t for t in new_tokens if t != self.tokenizer.pad_token_id]
+            # a row of a batch may run past its own cap while a longer row finishes: cut it there
+            truncated = not ended or len(new_tokens) > request.max_tokens
+            new_tokens = new_tokens[:request.max_tokens]
             completions.append(Completion(
                 text=self.tokenizer.decode(new_tokens, skip_special_tokens=True),
                 prompt_tokens=int(enc["attention_mask"][row].sum()),
                 completion_tokens=len(new_tokens),
                 latency_s=elapsed / len(batch),
-                finish_reason="stop" if ended and len(new_tokens) <= request.max_tokens else "length",
+                finish_reason="length" if truncated else "stop",
             ))
         return completions
