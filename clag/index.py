@@ -35,6 +35,18 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def __getstate__(self) -> dict:
+        """Picklable (for memory snapshots): the faiss index travels as its serialized bytes."""
+        index = self._index
+        if hasattr(faiss, "index_gpu_to_cpu") and hasattr(self, "_gpu_resources"):
+            index = faiss.index_gpu_to_cpu(index)
+        return {"dim": self.dim, "metric": self.metric, "ids": self._ids,
+                "index": faiss.serialize_index(index)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.dim, self.metric, self._ids = state["dim"], state["metric"], state["ids"]
+        self._index = faiss.deserialize_index(state["index"])
+
     def _prepare(self, vectors: np.ndarray) -> np.ndarray:
         vectors = np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
         if vectors.shape[1] != self.dim:

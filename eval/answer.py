@@ -89,4 +89,4 @@ class PaperAnswerer:
         value = parsed.get("answer")
         text = value if isinstance(value, str) else completion.text
         return Answer(text, {"prompt": request.prompt, "parsed": isinstance(value, str),
-                             "finish_reason": completion.finish_reason, "cached": completion.cached})
+                             "finish_reason": completion.finish_reason})

@@ -23,7 +23,7 @@ FAILED_JOBS: list[tuple[str, str]] = []
 
 
 #: keys that change how a run is shown, not what it computes (left out of the config hash)
-PRESENTATION_KEYS = ("progress", "debug", "results_root")
+PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger")
 
 
 def semantic_config(resolved: dict) -> dict:
@@ -40,7 +40,7 @@ def execute(cfg: DictConfig) -> Path:
         logging.getLogger(name).setLevel(logging.WARNING)
     from eval.data import load_dataset
     from eval.methods import METHODS
-    from eval.results import config_hash, environment, run_directory, write_json
+    from eval.results import claim_run_directory, config_hash, environment, write_json
     from eval.runner import describe, run_dataset, write_status
     from eval.scoring import format_summary
 
@@ -56,15 +56,21 @@ def execute(cfg: DictConfig) -> Path:
     dataset = load_dataset(resolved["data"])
     method = builder(resolved)
     names = describe(resolved)
-    run_dir = run_directory(Path(resolved["results_root"]), names["data"], names["method"],
-                            names["llm"], config_hash(semantic_config(resolved)))
-    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-    env = environment({"run": resolved["seed"]})
-    env["data"] = dataset.summary()
-    write_json(run_dir / "env.json", env)
-    write_status(run_dir, "running")
+    chash = config_hash(semantic_config(resolved))
+    run_dir, resumed = claim_run_directory(Path(resolved["results_root"]), names["data"], names["method"],
+                                           names["llm"], chash)
+    if resumed:
+        print(f"resuming the interrupted run in {run_dir}", flush=True)
+    else:
+        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+        env = environment({"run": resolved["seed"]})
+        env["data"] = dataset.summary()
+        write_json(run_dir / "env.json", env)
+    write_status(run_dir, "running", resumed=resumed)
     try:
-        metrics = run_dataset(dataset, method, run_dir, progress=bool(resolved["progress"]))
+        snapshot_root = Path(resolved["snapshot_dir"]) if resolved.get("snapshot_dir") else None
+        metrics = run_dataset(dataset, method, run_dir, progress=bool(resolved["progress"]),
+                              snapshot_root=snapshot_root, config_hash=chash)
     except BaseException as exc:
         write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -8,6 +8,7 @@ one builder, one ``METHODS.register`` line (a lazy ``"module:attr"`` string) and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -34,6 +35,8 @@ class MethodRun:
     make_memory: Callable[[Sample], MemorySystem]
     answer: Answerer
     ledger: Callable[[], dict[str, Any]] = dict
+    #: seeds of sampled LLM calls are derived within a named scope (a stream, a question)
+    scope: Callable[[str], AbstractContextManager] = lambda name: nullcontext()
 
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
@@ -81,7 +84,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
         return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
                 **ledger.to_dict()}
 
-    return MethodRun(make_memory, answerer, ledger_report)
+    return MethodRun(make_memory, answerer, ledger_report, client.scope)
 
 
 for _name in ("rag", "amem", "clag", "clag_kmeans", "clag_cosine"):

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ import tempfile
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 TRACKED_PACKAGES = (
     "clag-bench", "torch", "transformers", "sentence-transformers", "faiss-cpu", "faiss-gpu",
@@ -38,13 +39,57 @@ def run_directory(root: Path, data: str, method: str, llm: str, chash: str,
                   now: datetime | None = None) -> Path:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
     base = root / data / method / llm
-    candidate = base / f"{stamp}-{chash}"
-    suffix = 1
-    while candidate.exists():  # two runs in the same second never share a directory
-        candidate = base / f"{stamp}-{chash}-{suffix}"
-        suffix += 1
-    candidate.mkdir(parents=True)
-    return candidate
+    base.mkdir(parents=True, exist_ok=True)
+    suffix = 0
+    while True:  # two runs in the same second never share a directory (mkdir is atomic)
+        candidate = base / (f"{stamp}-{chash}" if suffix == 0 else f"{stamp}-{chash}-{suffix}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            suffix += 1
+
+
+def _state(run_dir: Path) -> str | None:
+    try:
+        return json.loads((run_dir / "status.json").read_text()).get("state")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _try_lock(run_dir: Path) -> IO[str] | None:
+    """An exclusive lock on the directory for this process's lifetime, or None if another holds it."""
+    handle = (run_dir / ".lock").open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+_LOCKS: list[IO[str]] = []
+
+
+def claim_run_directory(root: Path, data: str, method: str, llm: str, chash: str) -> tuple[Path, bool]:
+    """The directory this run writes to, and whether it resumes an interrupted one.
+
+    The latest directory of the same config hash is resumed when it is unfinished and no other
+    process holds it; otherwise a new directory is made. Either way it is locked until exit, so
+    two runs at once never write into the same directory.
+    """
+    base = root / data / method / llm
+    same = sorted(list(base.glob(f"*-{chash}")) + list(base.glob(f"*-{chash}-*")), key=lambda p: p.name)
+    if same and _state(same[-1]) != "complete":
+        lock = _try_lock(same[-1])
+        if lock is not None:
+            _LOCKS.append(lock)
+            return same[-1], True
+    run_dir = run_directory(root, data, method, llm, chash)
+    lock = _try_lock(run_dir)
+    if lock is not None:
+        _LOCKS.append(lock)
+    return run_dir, False
 
 
 def write_json(path: Path, payload: Any) -> None:

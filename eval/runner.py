@@ -1,12 +1,20 @@
-"""Streams → memory → questions → scored predictions, written to a run directory.
+"""Streams → memory → questions → scored predictions, written to a run directory; resumable.
 
 A fresh memory system is built per stream (one LoCoMo conversation, one HotpotQA/BioASQ chunk);
-its turns are ingested in order, ``finalize`` runs, then its questions are answered with memory
-read-only. Every answered question is scored and appended durably the moment it exists.
+its turns are ingested in order, ``finalize`` runs, and the memory is snapshotted; then its
+questions are answered with memory read-only. Every answered question is scored and appended
+(and fsynced) the moment it exists. Rerunning into the same directory resumes: questions already
+in ``predictions.jsonl`` are skipped, a stream whose snapshot exists is restored instead of
+re-ingested, and the LLM cache serves any call made before the interruption.
+
+``predictions.jsonl`` holds only deterministic fields, so an interrupted-and-resumed run writes
+byte for byte what an uninterrupted one writes; wall-clock timings go to ``timings.jsonl``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,32 +22,61 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from clag.types import Sample
+from clag.types import MemorySystem, Sample
+from eval import snapshots
 from eval.data.contract import Dataset
 from eval.methods import MethodRun
 from eval.metrics import aggregate, score_prediction
 from eval.results import PredictionLog, write_json
 
 
-def answer_stream(sample: Sample, method: MethodRun, log: PredictionLog,
-                  progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Ingest one stream, answer its questions; returns the scored rows and memory stats."""
+def committed_rows(path: Path) -> list[dict[str, Any]]:
+    """Rows already committed; a torn last line (a kill mid-write) is cut off the file."""
+    if not path.is_file():
+        return []
+    raw = path.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1]
+    if len(complete) != len(raw):
+        with path.open("r+b") as handle:
+            handle.truncate(len(complete))
+            handle.flush()
+            os.fsync(handle.fileno())
+    return [json.loads(line) for line in complete.decode("utf-8").splitlines() if line.strip()]
+
+
+def prepare_memory(sample: Sample, method: MethodRun, snapshot: Path | None,
+                   progress: bool) -> tuple[MemorySystem, dict[str, Any]]:
+    """The stream's memory after ingestion: restored from its snapshot, or built and saved."""
     memory = method.make_memory(sample)
+    if snapshot is not None and snapshot.is_file():
+        meta = snapshots.restore(memory, snapshot)
+        if meta is not None:
+            return memory, {**meta, "restored_from_snapshot": True}
     started = time.perf_counter()
-    for turn in tqdm(sample.turns, desc=f"ingest {sample.id}", disable=not progress, leave=False):
-        memory.ingest(turn)
-    memory.finalize()
-    ingest_seconds = time.perf_counter() - started
-    rows = []
-    for question in tqdm(sample.questions, desc=f"answer {sample.id}", disable=not progress,
-                         leave=False):
-        t0 = time.perf_counter()
-        retrieval = memory.retrieve(question)
-        t1 = time.perf_counter()
-        answer = method.answer(question, retrieval)
-        t2 = time.perf_counter()
+    with method.scope(f"ingest:{sample.id}"):
+        for turn in tqdm(sample.turns, desc=f"ingest {sample.id}", disable=not progress, leave=False):
+            memory.ingest(turn)
+        memory.finalize()
+    meta = {"ingest_seconds": time.perf_counter() - started}
+    if snapshot is not None:
+        snapshots.save(memory, snapshot, meta)
+    return memory, {**meta, "restored_from_snapshot": False}
+
+
+def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done: set[tuple[str, str]],
+                  log: PredictionLog, timings: PredictionLog, progress: bool = True) -> None:
+    """Answer the stream's questions that are not in ``done``; each row is committed at once."""
+    for question in tqdm(sample.questions, desc=f"answer {sample.id}", disable=not progress, leave=False):
+        if (sample.id, question.id) in done:
+            continue
+        with method.scope(f"question:{sample.id}:{question.id}"):
+            t0 = time.perf_counter()
+            retrieval = memory.retrieve(question)
+            t1 = time.perf_counter()
+            answer = method.answer(question, retrieval)
+            t2 = time.perf_counter()
         true_answer = question.extra.get("true_answer")
-        row = {
+        log.append({
             "sample_id": sample.id,
             "question_id": question.id,
             "question": question.text,
@@ -51,31 +88,50 @@ def answer_stream(sample: Sample, method: MethodRun, log: PredictionLog,
             "retrieved_ids": list(retrieval.turn_ids),
             "scores": score_prediction(answer.text, question.answer, question.category,
                                        retrieval.turn_ids, question.evidence, true_answer),
-            "latency_s": {"retrieve": t1 - t0, "answer": t2 - t1},
             "retrieval_debug": retrieval.debug,
             "answer_debug": answer.debug,
-        }
-        log.append(row)
-        rows.append(row)
-    stats = {"sample_id": sample.id, "turns": len(sample.turns),
-             "ingest_seconds": ingest_seconds, **memory.stats()}
-    return rows, stats
+        })
+        timings.append({"sample_id": sample.id, "question_id": question.id, "retrieve_s": t1 - t0,
+                         "answer_s": t2 - t1})
 
 
-def run_dataset(dataset: Dataset, method: MethodRun, run_dir: Path,
-                progress: bool = True) -> dict[str, Any]:
-    """Answer every stream of ``dataset``; writes predictions, metrics, stats and the ledger."""
-    all_rows: list[dict[str, Any]] = []
+def merged_ledger(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """A resumed run's ledger: the interrupted sessions' counts plus this session's."""
+    merged = json.loads(json.dumps(current))
+    for section in ("by_tag",):
+        for tag, counts in previous.get(section, {}).items():
+            target = merged.setdefault(section, {}).setdefault(tag, {k: 0 for k in counts})
+            for name, value in counts.items():
+                target[name] = target.get(name, 0) + value
+    if "total" in previous:
+        for name, value in previous["total"].items():
+            merged.setdefault("total", {})[name] = merged.get("total", {}).get(name, 0) + value
+    merged["sessions"] = previous.get("sessions", 1) + 1
+    return merged
+
+
+def run_dataset(dataset: Dataset, method: MethodRun, run_dir: Path, progress: bool = True,
+                snapshot_root: Path | None = None, config_hash: str = "") -> dict[str, Any]:
+    """Answer every stream of ``dataset`` (resuming what ``run_dir`` already holds)."""
+    predictions = run_dir / "predictions.jsonl"
+    ledger_path = run_dir / "ledger.json"
+    previous_ledger = json.loads(ledger_path.read_text()) if ledger_path.is_file() else None
+    committed_rows(run_dir / "timings.jsonl")
+    done = {(r["sample_id"], r["question_id"]) for r in committed_rows(predictions)}
     stats = []
-    with PredictionLog(run_dir / "predictions.jsonl") as log:
+    with PredictionLog(predictions) as log, PredictionLog(run_dir / "timings.jsonl") as timings:
         for sample in tqdm(dataset.samples, desc=dataset.name, disable=not progress):
-            rows, sample_stats = answer_stream(sample, method, log, progress)
-            all_rows.extend(rows)
-            stats.append(sample_stats)
-    metrics = aggregate((r["category"], r["scores"]) for r in all_rows)
+            snapshot = (snapshots.snapshot_path(snapshot_root, config_hash, sample.id)
+                        if snapshot_root is not None else None)
+            memory, meta = prepare_memory(sample, method, snapshot, progress)
+            answer_stream(sample, memory, method, done, log, timings, progress)
+            stats.append({"sample_id": sample.id, "turns": len(sample.turns), **meta, **memory.stats()})
+            ledger = method.ledger()
+            write_json(ledger_path, merged_ledger(previous_ledger, ledger) if previous_ledger else ledger)
+    rows = committed_rows(predictions)
+    metrics = aggregate((r["category"], r["scores"]) for r in rows)
     write_json(run_dir / "metrics.json", metrics)
     write_json(run_dir / "memory_stats.json", stats)
-    write_json(run_dir / "ledger.json", method.ledger())
     return metrics
 
 
@@ -89,3 +145,4 @@ def describe(cfg: Mapping[str, Any]) -> dict[str, str]:
     llm = cfg.get("llm") or {}
     return {"data": str(cfg["data"]["name"]), "method": str(method.get("name", "none")),
             "llm": str(llm.get("name", "none"))}
+

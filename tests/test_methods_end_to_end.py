@@ -20,7 +20,7 @@ SUBSET = ["data=locomo", "data.subset.samples=1", "data.subset.turns=6", "data.s
 def test_method_runs_offline_with_the_default_model(method, data_root, tmp_path_factory):
     shared = tmp_path_factory.getbasetemp() / "methods-cache"
     extra = ["method.memory.init_cluster_min_memories=3"] if method.startswith("clag") else []
-    proc = cli("run", f"method={method}", *SUBSET, *extra, f"results_root={shared / 'runs'}",
+    proc = cli("run", f"method={method}", *SUBSET, *extra, f"results_root={shared / 'runs'}", f"snapshot_dir={shared / 'snap'}",
                f"llm.cache_path={shared / 'llm.sqlite'}", data_root=data_root)
     run_dir = Path(proc.stdout.strip().splitlines()[-1].removeprefix("run directory: "))
     rows = [json.loads(line) for line in (run_dir / "predictions.jsonl").read_text().splitlines()]

@@ -52,13 +52,13 @@ def scripted_method(monkeypatch):
 def test_a_run_writes_the_full_results_layout(tmp_path, data_root, scripted_method):
     cfg = OmegaConf.create(compose([
         "data=bioasq", f"data.root={data_root}", "data.subset.samples=1", "data.subset.questions_per_sample=5",
-        "~llm", f"results_root={tmp_path}", "progress=false"]))
+        "~llm", f"results_root={tmp_path}", f"snapshot_dir={tmp_path / 'snapshots'}", "progress=false"]))
     cfg.method = {"name": "scripted"}
     run_dir = execute(cfg)
     assert run_dir.parent == tmp_path / "bioasq" / "scripted" / "none"
     names = {p.name for p in run_dir.iterdir()}
-    assert names == {"config.yaml", "env.json", "predictions.jsonl", "metrics.json", "ledger.json",
-                     "memory_stats.json", "status.json"}
+    assert names == {"config.yaml", "env.json", "predictions.jsonl", "timings.jsonl", "metrics.json", "ledger.json",
+                     "memory_stats.json", "status.json", ".lock"}
     assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
     env = json.loads((run_dir / "env.json").read_text())
     assert env["seeds"] == {"run": 42} and "hydra-core" in env["packages"] and "commit" in env["git"]

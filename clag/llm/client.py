@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -26,14 +28,26 @@ class LLMClient:
         self.cache = cache
         self.run_seed = run_seed
         self._occurrences: Counter[str] = Counter()
+        self._scope = ""
+
+    @contextmanager
+    def scope(self, name: str) -> Iterator[None]:
+        """Derive sampling seeds within ``name`` (a stream, a question): a run that skips some
+        streams or questions (a resumed run) draws exactly what an uninterrupted one draws."""
+        previous, previous_counts = self._scope, self._occurrences
+        self._scope, self._occurrences = name, Counter()
+        try:
+            yield
+        finally:
+            self._scope, self._occurrences = previous, previous_counts
 
     @property
     def model_id(self) -> str:
         return self.backend.model_id
 
     def _seeded(self, request: Request) -> Request:
-        """Sampled calls get a seed derived from the run seed, the request and how many identical
-        requests came before it in this client, so a rerun draws exactly the same samples."""
+        """Sampled calls get a seed derived from the run seed, the scope, the request and how many
+        identical requests came before it in that scope, so a rerun draws exactly the same samples."""
         if request.temperature <= 0:
             return replace(request, seed=None)
         if request.seed is not None:
@@ -41,7 +55,7 @@ class LLMClient:
         base = request_key(self.model_id, request)
         nth = self._occurrences[base]
         self._occurrences[base] += 1
-        digest = hashlib.sha256(f"{self.run_seed}:{base}:{nth}".encode()).digest()
+        digest = hashlib.sha256(f"{self.run_seed}:{self._scope}:{base}:{nth}".encode()).digest()
         return replace(request, seed=int.from_bytes(digest[:4], "little"))
 
     def generate(self, requests: list[Request]) -> list[Completion]:

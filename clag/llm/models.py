@@ -107,7 +107,11 @@ BACKENDS.register("openai", _openai)
 @lru_cache(maxsize=4)
 def _backend_cached(key: str, cfg_items: tuple) -> LLM:
     cfg = dict(cfg_items)
-    return BACKENDS.get(str(cfg.get("backend", "hf")))(cfg)
+    name = str(cfg.get("backend", "hf"))
+    if ":" in name:  # a user's own backend factory, "package.module:function"
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)(cfg)
+    return BACKENDS.get(name)(cfg)
 
 
 def build_backend(cfg: Mapping[str, Any]) -> LLM:

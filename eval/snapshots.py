@@ -1,0 +1,47 @@
+"""Memory snapshots: a finished stream's memory is saved once and restored on a resumed run.
+
+A snapshot is the memory system's state without its shared resources (the embedding model and
+the LLM client), pickled to ``<snapshot_dir>/<config hash>/<stream>.pkl`` atomically. Restoring
+builds a fresh memory with the run's resources and loads the state into it, so ingestion is
+skipped entirely (no LLM call, no embedding).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: attributes that hold shared resources, never pickled (rebuilt by the method's factory)
+RESOURCE_ATTRS = frozenset({"embedder", "llm"})
+
+
+def snapshot_path(root: Path, config_hash: str, sample_id: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in sample_id)
+    return root / config_hash / f"{safe}.pkl"
+
+
+def save(memory: Any, path: Path, meta: dict[str, Any]) -> None:
+    state = {k: v for k, v in vars(memory).items() if k not in RESOURCE_ATTRS}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "wb") as handle:
+        pickle.dump({"class": type(memory).__qualname__, "state": state, "meta": meta}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def restore(fresh: Any, path: Path) -> dict[str, Any] | None:
+    """Load a snapshot into ``fresh`` (same class); returns its meta, or None when unusable."""
+    try:
+        with path.open("rb") as handle:
+            payload = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ModuleNotFoundError):
+        return None
+    if payload.get("class") != type(fresh).__qualname__:
+        return None
+    vars(fresh).update(payload["state"])
+    return payload["meta"]
