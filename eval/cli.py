@@ -30,6 +30,7 @@ commands:
   data export data=NAME out=FILE   write the samples exactly as memory systems see them
   score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
   tables [--runs DIR] [--out DIR]  paper tables beside the published numbers, CIs, plots
+  doctor [overrides…]              check packages, models, data, GPU and server; say what to fix
 
 add --debug to any command to see full tracebacks."""
 
@@ -154,6 +155,21 @@ def tables(args: list[str]) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------- doctor
+
+
+def doctor(overrides: list[str]) -> int:
+    from eval.doctor import run_checks
+
+    checks = run_checks(compose, overrides)
+    for check in checks:
+        print(f"{check.status:<5} {check.name:<28} {check.detail}")
+    failed = sum(c.status == "FAIL" for c in checks)
+    warned = sum(c.status == "warn" for c in checks)
+    print(f"{len(checks) - failed - warned} ok, {warned} warning(s), {failed} problem(s) to fix")
+    return 1 if failed else 0
+
+
 # ---------------------------------------------------------------------------------- run
 
 
@@ -193,6 +209,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "score": score,
     "tables": tables,
+    "doctor": doctor,
     "data verify": data_verify,
     "data export": data_export,
 }

@@ -97,3 +97,21 @@ def test_multirun_runs_every_job_and_lists_the_failures(tmp_path):
     assert "sweep finished: 0 complete, 2 failed" in proc.stdout
     assert "failed #1 [data=bioasq results_root=/nonexistent-unused]: choose a memory system" in proc.stderr
     assert (tmp_path / "sweep_status.jsonl").read_text().count('"outcome": "failed"') == 2
+
+
+def test_an_unreachable_llm_server_ends_the_run_with_one_line_naming_it(data_root, tmp_path):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "llm.backend=openai", "llm.model=m",
+               f"+llm.base_url=http://127.0.0.1:{port}/v1", "+llm.retries=2", "+llm.timeout_s=2",
+               f"results_root={tmp_path}", f"snapshot_dir={tmp_path / 's'}", "progress=false",
+               data_root=data_root, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        f"error: LLM server at http://127.0.0.1:{port}/v1 failed after 2 attempts")
+    assert "Traceback" not in proc.stderr
+    status = json.loads(next(tmp_path.glob("*/*/*/*/status.json")).read_text())
+    assert status["state"] == "failed" and "LLMServerError" in status["error"]

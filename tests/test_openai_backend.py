@@ -100,3 +100,10 @@ def test_an_unreachable_server_fails_with_its_url_after_bounded_retries():
     backend = OpenAIBackend(url, "m", retries=2, timeout_s=2)
     with pytest.raises(LLMServerError, match=f"LLM server at {url} failed after 2 attempts"):
         backend.generate([Request(prompt="hi", temperature=0)])
+
+
+def test_completions_endpoint_sends_the_schema_in_the_body(server):
+    backend = OpenAIBackend(server.url, "m", endpoint="completions", repetition_penalty=1.1)
+    backend.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0)])
+    body = server.bodies[0]
+    assert body["response_format"]["json_schema"]["schema"] == SCHEMA and body["repetition_penalty"] == 1.1

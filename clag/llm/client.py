@@ -97,6 +97,8 @@ class LLMClient:
             counts["truncated"] = 1
         if completion.finish_reason == "error":
             counts["errors"] = 1
+        if completion.extra.get("prompt_truncated"):
+            counts["prompts_truncated"] = 1
         if request.json_schema is not None:
             try:
                 completion.parsed = extract_json(completion.text)

@@ -95,6 +95,7 @@ class HFBackend:
         max_whitespace: int = 4,
         threads: int | None = None,
         model_cache: str | None = None,
+        max_context: int | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -117,6 +118,8 @@ class HFBackend:
         self.repetition_penalty = float(repetition_penalty)
         self.max_whitespace = int(max_whitespace)
         self.model_id = hf_model_id(path, label, prompt_format, repetition_penalty, max_whitespace)
+        window = getattr(self.model.config, "max_position_embeddings", 0) or 32768
+        self.max_context = int(max_context or window)
         self._compiler: Any = None
         self._grammars: dict[str, Any] = {}
 
@@ -166,10 +169,14 @@ class HFBackend:
     def _generate_batch(self, batch: list[Request]) -> list[Completion]:
         import torch
 
-        texts = [self.render(r) for r in batch]
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        enc = {k: v.to(self.device) for k, v in enc.items()}
         max_new = max(r.max_tokens for r in batch)
+        # a prompt longer than the context window keeps its end (the question and the
+        # instructions come last in every prompt here), and the completion says so
+        budget = max(1, self.max_context - max_new)
+        ids = [self.tokenizer(self.render(r), add_special_tokens=False)["input_ids"] for r in batch]
+        cut = [len(row) > budget for row in ids]
+        enc = self.tokenizer.pad({"input_ids": [row[-budget:] for row in ids]}, return_tensors="pt")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
         temperature = batch[0].temperature
         kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id,
                                   "eos_token_id": self.tokenizer.eos_token_id}
@@ -206,5 +213,6 @@ class HFBackend:
                 completion_tokens=len(new_tokens),
                 latency_s=elapsed / len(batch),
                 finish_reason="length" if truncated else "stop",
+                extra={"prompt_truncated": True} if cut[row] else {},
             ))
         return completions

@@ -19,6 +19,7 @@ class TagStats:
     schema_violations: int = 0      # parsed, but not what the schema allows
     truncated: int = 0              # stopped at max_tokens
     errors: int = 0                 # backend failed after retries
+    prompts_truncated: int = 0      # prompt longer than the context window: its start was cut
 
 
 class Ledger:

@@ -80,7 +80,8 @@ def _hf(cfg: Mapping[str, Any]) -> LLM:
                          batch_size=int(cfg.get("batch_size", 4)),
                          repetition_penalty=float(cfg.get("repetition_penalty", 1.0)),
                          max_whitespace=int(cfg.get("max_whitespace", 4)),
-                         threads=cfg.get("threads"), model_cache=cfg.get("model_cache"))
+                         threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
+                         max_context=cfg.get("max_context"))
     except OSError as exc:
         raise ModelFileError(
             f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "

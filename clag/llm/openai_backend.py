@@ -52,13 +52,20 @@ class OpenAIBackend:
     def _payload(self, request: Request) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self.model, "temperature": request.temperature,
                                    "max_tokens": request.max_tokens}
+        extra: dict[str, Any] = {}
         if request.seed is not None:
             payload["seed"] = request.seed
         if self.repetition_penalty != 1.0:
-            payload["extra_body"] = {"repetition_penalty": self.repetition_penalty}
+            extra["repetition_penalty"] = self.repetition_penalty
         if request.json_schema is not None:
-            payload["response_format"] = {"type": "json_schema", "json_schema": {
+            response_format = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": request.json_schema, "strict": True}}
+            if self.endpoint == "chat":
+                payload["response_format"] = response_format
+            else:  # the SDK's completions call has no such argument; servers read it from the body
+                extra["response_format"] = response_format
+        if extra:
+            payload["extra_body"] = extra
         return payload
 
     def _one(self, request: Request) -> Completion:

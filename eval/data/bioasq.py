@@ -60,12 +60,13 @@ def golden_records(questions: list[Any], report: Counter, dedup_snippets: bool =
     for q in questions:
         if not isinstance(q, dict) or q.get("type") not in CATEGORY_BY_TYPE:
             continue
-        if not q.get("id") or not q.get("body"):
+        if not isinstance(q.get("id"), (str, int)) or not isinstance(q.get("body"), str) or not q["body"]:
             report["bioasq_dropped_no_id_or_body"] += 1
             continue
         seen: set[str] = set()
         snippets = []
-        for snip in q.get("snippets") or []:
+        raw_snippets = q.get("snippets")
+        for snip in raw_snippets if isinstance(raw_snippets, list) else []:
             text = snip.get("text") if isinstance(snip, dict) else None
             if not isinstance(text, str) or not text.strip():
                 continue

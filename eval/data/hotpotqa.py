@@ -69,14 +69,27 @@ def _official_layout(record: Any, where: str) -> dict[str, Any]:
         raise DataError(f"{where}: expected an object")
     context = record.get("context")
     facts = record.get("supporting_facts")
-    if isinstance(context, dict):  # hub layout
-        context = list(zip(context["title"], context["sentences"], strict=False))
-        facts = list(zip(facts["title"], facts["sent_id"], strict=False))
+    if isinstance(context, dict) and isinstance(facts, dict):  # hub layout: columns
+        try:
+            context = list(zip(context["title"], context["sentences"]))
+            facts = list(zip(facts["title"], facts["sent_id"]))
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{where}: malformed hub-layout context or supporting_facts") from exc
     qid = record.get("_id", record.get("id"))
     for key, value in (("context", context), ("supporting_facts", facts), ("id", qid),
                        ("question", record.get("question")), ("answer", record.get("answer"))):
         if value is None:
             raise DataError(f"{where}: missing key {key!r}")
+    if not isinstance(record["question"], str) or not isinstance(record["answer"], str):
+        raise DataError(f"{where}: question and answer should be strings")
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+        raise DataError(f"{where}: the id should be a string")
+    if not isinstance(context, list) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], list)
+            and all(isinstance(s, str) for s in p[1]) for p in context):
+        raise DataError(f"{where}: context should be a list of [title, [sentences]]")
+    if not isinstance(facts, list) or not all(isinstance(f, (list, tuple)) and len(f) == 2 for f in facts):
+        raise DataError(f"{where}: supporting_facts should be a list of [title, sentence index]")
     return {"id": str(qid), "question": record["question"], "answer": record["answer"],
             "context": context, "supporting_facts": facts}
 

