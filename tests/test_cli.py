@@ -72,6 +72,8 @@ def test_score_prints_the_aggregate_and_writes_per_question_scores(tmp_path):
         (("score", "missing.jsonl"), "error: missing.jsonl does not exist"),
         (("run", "data=locmo"), "error: unknown data 'locmo' (did you mean 'locomo'?); valid: bioasq, hotpotqa, locomo"),
         (("run",), "error: choose a memory system with method=<name>"),
+        (("run", "method=clg"), "error: unknown method 'clg' (did you mean 'clag'?); valid: amem, clag, clag_cosine,"),
+        (("run", "method=rag", "llm=qwen"), "error: unknown llm 'qwen'; valid: qwen3-0.6b, smollm2-135m"),
         (("frobnicate",), "error: unknown command 'frobnicate'"),
     ],
 )
@@ -115,3 +117,13 @@ def test_an_unreachable_llm_server_ends_the_run_with_one_line_naming_it(data_roo
     assert "Traceback" not in proc.stderr
     status = json.loads(next(tmp_path.glob("*/*/*/*/status.json")).read_text())
     assert status["state"] == "failed" and "LLMServerError" in status["error"]
+
+
+def test_doctor_reports_what_is_ready_and_what_to_fix(data_root, tmp_path):
+    ready = cli("doctor", data_root=data_root)
+    assert "ok    data bioasq" in ready.stdout and "ok    llm smollm2-135m" in ready.stdout
+    assert ready.stdout.strip().endswith("0 problem(s) to fix")
+    broken = cli("doctor", f"data.root={tmp_path}", "llm.path=/nowhere.gguf", check=False)
+    assert broken.returncode == 1
+    assert "FAIL  data locomo" in broken.stdout and "FAIL  llm smollm2-135m" in broken.stdout
+    assert "llm.path /nowhere.gguf does not exist" in broken.stdout
