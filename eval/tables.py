@@ -188,13 +188,16 @@ def cost(runs: dict, llm: str) -> Table:
         prompt = sum(v["prompt_tokens"] for v in by_tag.values())
         completion = sum(v["completion_tokens"] for v in by_tag.values())
         failures = sum(v["parse_failures"] for v in by_tag.values())
+        restored = sum(1 for s in run.memory_stats if s.get("restored_from_snapshot"))
         rows.append([method, data, float(ingest / memories), float(asked / questions),
-                     float(prompt / questions), float(completion / questions), failures])
+                     float(prompt / questions), float(completion / questions), failures, restored])
     return Table("cost", f"LLM cost ({llm})",
                  ["Method", "Data", "calls / memory", "calls / question", "prompt tokens / question",
-                  "completion tokens / question", "parse failures"], rows,
+                  "completion tokens / question", "parse failures", "streams restored"], rows,
                  ["Tokens count fresh calls only; cache hits cost none. Per question: all tokens of the "
-                  "run divided by its questions."])
+                  "run divided by its questions.",
+                  "A stream restored from its memory snapshot made no ingest call in that run; compare "
+                  "costs on runs whose 'streams restored' is 0."])
 
 
 def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPER_DIR,

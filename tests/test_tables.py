@@ -95,7 +95,7 @@ def test_all_formats_and_extras_are_written(runs_root, tmp_path):
     assert locomo[0] == "clag" and locomo[1] == 100.0 and locomo[5] == 0.0
     assert locomo[6] == 100.0 and locomo[7] == 50.0 and locomo[8] == 100.0      # corrected category 5
     cost_row = next(r for r in by_name["cost"].rows if r[0] == "clag" and r[1] == "bioasq")
-    assert cost_row[2:] == [1.0, 1.0, 35.0, 3.5, 1]
+    assert cost_row[2:] == [1.0, 1.0, 35.0, 3.5, 1, 0]
     tex = to_latex(by_name["clustering_ablation"])
     assert "\\begin{tabular}" in tex and "CLAG (agentic) & bioasq & F1 & 100.00" in tex
     assert to_csv(by_name["clustering_ablation"]).splitlines()[1].startswith("Cosine-based clustering,bioasq,F1,66.6667")
