@@ -69,3 +69,15 @@ def test_clean_evidence_cases():
         "D8:6", "D9:17", "D11:26", "D30:5"]
     assert report == Counter(evidence_split=1, evidence_reformatted=2, evidence_dropped_malformed=1,
                              evidence_dropped_missing_turn=1)
+
+
+def test_a_dataset_can_be_had_as_an_arrow_cached_hf_dataset(locomo, tmp_path):
+    from eval.data import as_hf_dataset, select
+
+    subset = select(locomo, samples=2)
+    first = as_hf_dataset(subset, tmp_path)
+    assert first.num_rows == 2 and first[0]["id"] == "conv-26"
+    assert len(first[0]["turns"]) == len(subset.samples[0].turns)
+    assert len(list(tmp_path.iterdir())) == 1                       # cached once, keyed by checksums
+    again = as_hf_dataset(subset, tmp_path)
+    assert again[1]["questions"][0]["text"] == subset.samples[1].questions[0].text
