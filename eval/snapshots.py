@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +29,30 @@ def save(memory: Any, path: Path, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "wb") as handle:
-        pickle.dump({"class": type(memory).__qualname__, "state": state, "meta": meta}, handle)
+        pickle.dump({"class": type(memory).__qualname__, "code": code_version(), "state": state,
+                     "meta": meta}, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
 
 
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The code that wrote a snapshot: a snapshot from other code is rebuilt, never trusted."""
+    from eval.results import git_state, package_versions
+
+    state = git_state()
+    return f"{package_versions(('clag-bench',)).get('clag-bench')}:{state['commit']}:{state['dirty']}"
+
+
 def restore(fresh: Any, path: Path) -> dict[str, Any] | None:
-    """Load a snapshot into ``fresh`` (same class); returns its meta, or None when unusable."""
+    """Load a snapshot into ``fresh`` (same class, same code); returns its meta, or None when unusable."""
     try:
         with path.open("rb") as handle:
             payload = pickle.load(handle)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ModuleNotFoundError):
         return None
-    if payload.get("class") != type(fresh).__qualname__:
+    if payload.get("class") != type(fresh).__qualname__ or payload.get("code") != code_version():
         return None
     vars(fresh).update(payload["state"])
     return payload["meta"]

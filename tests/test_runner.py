@@ -78,3 +78,16 @@ def test_a_run_writes_the_full_results_layout(tmp_path, data_root, scripted_meth
     # re-scoring the written predictions reproduces the run's metrics exactly
     _, rescored = score_rows(read_predictions(run_dir / "predictions.jsonl"))
     assert rescored == metrics
+
+
+def test_a_snapshot_is_restored_only_into_the_same_class_and_code(tmp_path, monkeypatch):
+    from eval import snapshots
+
+    memory = OverlapMemory()
+    memory.ingest("turn")
+    path = tmp_path / "s.pkl"
+    snapshots.save(memory, path, {"ingest_seconds": 1.0})
+    fresh = OverlapMemory()
+    assert snapshots.restore(fresh, path) == {"ingest_seconds": 1.0} and fresh.turns == ["turn"]
+    monkeypatch.setattr(snapshots, "code_version", lambda: "other code")
+    assert snapshots.restore(OverlapMemory(), path) is None
