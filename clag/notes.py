@@ -130,7 +130,7 @@ class NoteMemory:
         return completion.parsed, completion.text
 
     def analyze(self, content: str) -> tuple[list[str], str, list[str]]:
-        parsed, _ = self._call(analysis_prompt(content), analysis_schema(self.bounded), "note")
+        parsed = self.llm.generate([self._analysis_request(content)])[0].parsed
         if parsed is None:
             return [], "General", []
         context = parsed.get("context")
@@ -138,6 +138,15 @@ class NoteMemory:
             context = " ".join(str(c) for c in context)
         return (_as_str_list(parsed.get("keywords")), context if isinstance(context, str) and context
                 else "General", _as_str_list(parsed.get("tags")))
+
+    def prefetch(self, turns: Sequence[Turn]) -> None:
+        """Batch every turn's analysis call before the sequential part of ingestion."""
+        contents = [turn.memory_content(self.content_format) for turn in turns]
+        self.llm.prefetch([self._analysis_request(content) for content in contents])
+
+    def _analysis_request(self, content: str) -> Request:
+        return Request(prompt=analysis_prompt(content), json_schema=analysis_schema(self.bounded),
+                       temperature=0.7, max_tokens=self.max_tokens, tag="note")
 
     def make_note(self, turn: Turn) -> MemoryNote:
         content = turn.memory_content(self.content_format)

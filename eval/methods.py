@@ -37,6 +37,8 @@ class MethodRun:
     ledger: Callable[[], dict[str, Any]] = dict
     #: seeds of sampled LLM calls are derived within a named scope (a stream, a question)
     scope: Callable[[str], AbstractContextManager] = lambda name: nullcontext()
+    #: batch the calls of a stream that depend only on its turns before the sequential part
+    prefetch_ingest: bool = False
 
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
@@ -84,7 +86,8 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
         return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
                 **ledger.to_dict()}
 
-    return MethodRun(make_memory, answerer, ledger_report, client.scope)
+    return MethodRun(make_memory, answerer, ledger_report, client.scope,
+                     bool(cfg.get("batching", {}).get("prefetch_ingest", False)))
 
 
 for _name in ("rag", "amem", "clag", "clag_kmeans", "clag_cosine"):

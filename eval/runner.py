@@ -54,6 +54,8 @@ def prepare_memory(sample: Sample, method: MethodRun, snapshot: Path | None,
             return memory, {**meta, "restored_from_snapshot": True}
     started = time.perf_counter()
     with method.scope(f"ingest:{sample.id}"):
+        if method.prefetch_ingest and hasattr(memory, "prefetch"):
+            memory.prefetch(sample.turns)
         for turn in tqdm(sample.turns, desc=f"ingest {sample.id}", disable=not progress, leave=False):
             memory.ingest(turn)
         memory.finalize()

@@ -205,3 +205,34 @@ def test_split_happens_strictly_above_the_threshold(embedder):
     assert largest.id not in memory.clusters
     assert {f"{largest.id}_a", f"{largest.id}_b"} <= set(memory.clusters)
     assert CLAGMemory(embedder, client).cluster_split_threshold == 300
+
+
+def test_batched_note_analysis_equals_the_one_at_a_time_path(embedder):
+    sequential_client, sequential_backend = scripted_client()
+    sequential = ingest(CLAGMemory(embedder, sequential_client), 105, finalize=True)
+    batched_client, batched_backend = scripted_client()
+    batched = CLAGMemory(embedder, batched_client)
+    batched.prefetch(turns(105))
+    ingest(batched, 105, finalize=True)
+    assert [vars(n) for n in batched.notes] == [vars(n) for n in sequential.notes]
+    assert {c: m.members for c, m in batched.clusters.items()} == {c: m.members for c, m in sequential.clusters.items()}
+    assert batched_client.ledger.to_dict() == sequential_client.ledger.to_dict()   # each call accounted once
+    assert len(batched_backend.batches[0]) == 105 and all(r.tag == "note" for r in batched_backend.batches[0])
+    assert max(len(b) for b in sequential_backend.batches) == 1
+
+
+def test_prefetched_sampled_calls_keep_their_seeds():
+    from clag.llm.client import LLMClient
+    from clag.llm.types import Request
+    from tests.scripted_llm import ScriptedBackend
+
+    def run(prefetch):
+        backend = ScriptedBackend(lambda r: f"seed {r.seed}")
+        client = LLMClient(backend, run_seed=3)
+        same = Request(prompt="p", temperature=0.7, tag="note")
+        with client.scope("ingest:0"):
+            if prefetch:
+                client.prefetch([same, same])
+            return [client.generate([same])[0].text for _ in range(2)], client.ledger.to_dict()
+
+    assert run(True) == run(False)
