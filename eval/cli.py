@@ -146,8 +146,9 @@ def tables(args: list[str]) -> int:
         raise ConfigError(f"no complete run under {ns.runs}" + (f" for llm={ns.llm}" if ns.llm else ""))
     written = write_tables(built, ns.out)
     if not ns.no_plots:
+        used = runs_used(ns.runs)
         for llm in built:
-            written += make_plots([r for r in runs_used(ns.runs) if r.llm == llm], ns.out / llm)
+            written += make_plots([r for r in used if r.llm == llm], ns.out / llm)
     for llm_tables in built.values():
         for table in llm_tables[:3]:
             print(to_markdown(table))

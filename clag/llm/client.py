@@ -12,10 +12,9 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
 
 from clag.llm.cache import RequestCache, request_key
-from clag.llm.jsonout import JSONParseError, empty_from_schema, extract_json, schema_violation
+from clag.llm.jsonout import JSONParseError, extract_json, schema_violation
 from clag.llm.ledger import Ledger
 from clag.llm.types import LLM, Completion, Request
 
@@ -135,21 +134,3 @@ class LLMClient:
                 if schema_violation(completion.parsed, request.json_schema) is not None:
                     counts["schema_violations"] = 1
         self.ledger.record(request.tag, **counts)
-
-    # ---- conveniences for the common case of one structured call --------------------------
-
-    def json_call(self, request: Request) -> tuple[dict[str, Any], Completion]:
-        """One structured call; on a parse failure, the reference's empty object."""
-        completion = self.generate([request])[0]
-        return self.parsed_or_empty(request, completion), completion
-
-    @staticmethod
-    def parsed_or_empty(request: Request, completion: Completion) -> dict[str, Any]:
-        if completion.parsed is not None:
-            return completion.parsed
-        return empty_from_schema(request.json_schema or {})
-
-    def describe(self) -> dict[str, Any]:
-        return {"model_id": self.model_id, "run_seed": self.run_seed,
-                "cache": str(self.cache.path) if self.cache else None}
-

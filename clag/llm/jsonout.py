@@ -1,8 +1,9 @@
-"""JSON output: parsing as the reference does, its empty fallback, and schema checks.
+"""JSON output: parsing as the reference does, and schema checks.
 
 The reference controller strips everything before the first ``{`` and after the last ``}``
-and calls ``json.loads``; on any failure it substitutes an "empty" object built from the
-schema ([] / "" / 0 / false). We do the same, but every failure is counted by the client.
+and calls ``json.loads``. On a failure it substitutes an "empty" object built from the schema;
+each caller here applies that call's equivalent explicitly (no evolution, no route, no
+selected cluster, the raw text for keywords and answers), and the client counts the failure.
 """
 
 from __future__ import annotations
@@ -29,18 +30,6 @@ def extract_json(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise JSONParseError("the JSON value is not an object")
     return value
-
-
-def empty_from_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The reference's fallback object: each property's empty value by type."""
-    empties = {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False, "object": {}}
-    out = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        kind = prop.get("type", "string")
-        if isinstance(kind, list):
-            kind = kind[0]
-        out[name] = empties.get(kind)
-    return out
 
 
 @lru_cache(maxsize=256)

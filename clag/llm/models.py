@@ -106,7 +106,7 @@ BACKENDS.register("openai", _openai)
 
 
 @lru_cache(maxsize=4)
-def _backend_cached(key: str, cfg_items: tuple) -> LLM:
+def _backend_cached(cfg_items: tuple) -> LLM:
     cfg = dict(cfg_items)
     name = str(cfg.get("backend", "hf"))
     if ":" in name:  # a user's own backend factory, "package.module:function"
@@ -118,7 +118,7 @@ def _backend_cached(key: str, cfg_items: tuple) -> LLM:
 def build_backend(cfg: Mapping[str, Any]) -> LLM:
     """The backend for ``cfg``; loaded once per process for identical configs (weights are big)."""
     items = tuple(sorted((k, v) for k, v in cfg.items() if not isinstance(v, (dict, list))))
-    return _backend_cached(repr(items), items)
+    return _backend_cached(items)
 
 
 class LazyBackend:
