@@ -15,18 +15,18 @@ from typing import Any
 REFERENCE_ROUTE_EXAMPLE = "cluster_1"
 
 
-def _array(items: dict[str, Any], bounded: bool, max_items: int) -> dict[str, Any]:
+def array_of(items: dict[str, Any], bounded: bool, max_items: int) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "array", "items": items}
     if bounded:
         schema["maxItems"] = max_items
     return schema
 
 
-def _string(bounded: bool, max_length: int) -> dict[str, Any]:
+def text_field(bounded: bool, max_length: int) -> dict[str, Any]:
     return {"type": "string", "maxLength": max_length} if bounded else {"type": "string"}
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def object_of(properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}
 
@@ -35,9 +35,9 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def analysis_schema(bounded: bool = True) -> dict[str, Any]:
-    word = _string(bounded, 40)
-    return _object({"keywords": _array(word, bounded, 8), "context": _string(bounded, 300),
-                    "tags": _array(word, bounded, 8)})
+    word = text_field(bounded, 40)
+    return object_of({"keywords": array_of(word, bounded, 8), "context": text_field(bounded, 300),
+                    "tags": array_of(word, bounded, 8)})
 
 
 def analysis_prompt(content: str) -> str:
@@ -70,15 +70,15 @@ def analysis_prompt(content: str) -> str:
 
 
 def evolution_schema(bounded: bool = True) -> dict[str, Any]:
-    word = _string(bounded, 40)
-    sentence = _string(bounded, 300)
-    return _object({
+    word = text_field(bounded, 40)
+    sentence = text_field(bounded, 300)
+    return object_of({
         "should_evolve": {"type": "boolean"},
-        "actions": _array(_string(bounded, 20), bounded, 2),
-        "suggested_connections": _array({"type": "integer"}, bounded, 5),
-        "tags_to_update": _array(word, bounded, 8),
-        "new_context_neighborhood": _array(sentence, bounded, 5),
-        "new_tags_neighborhood": _array(_array(word, bounded, 8), bounded, 5),
+        "actions": array_of(text_field(bounded, 20), bounded, 2),
+        "suggested_connections": array_of({"type": "integer"}, bounded, 5),
+        "tags_to_update": array_of(word, bounded, 8),
+        "new_context_neighborhood": array_of(sentence, bounded, 5),
+        "new_tags_neighborhood": array_of(array_of(word, bounded, 8), bounded, 5),
     })
 
 
@@ -127,7 +127,7 @@ def evolution_prompt(context: str, content: str, keywords: Sequence[str], neighb
 
 
 def keywords_schema(bounded: bool = True) -> dict[str, Any]:
-    return _object({"keywords": _string(bounded, 200)})
+    return object_of({"keywords": text_field(bounded, 200)})
 
 
 def keywords_prompt(question: str, separator_word: str = "commas") -> str:
@@ -158,12 +158,12 @@ def cluster_block(cid: str, summary: str, tags: Sequence[str], examples: Sequenc
 def _id_schema(bounded: bool, candidates: Sequence[str] | None) -> dict[str, Any]:
     if candidates:
         return {"type": "string", "enum": list(candidates)}
-    return _string(bounded, 64)
+    return text_field(bounded, 64)
 
 
 def route_schema(bounded: bool = True, candidates: Sequence[str] | None = None) -> dict[str, Any]:
     """``candidates`` turns the choice into an enum of the candidate ids (a repair, off by default)."""
-    return _object({"choice": _id_schema(bounded, candidates)})
+    return object_of({"choice": _id_schema(bounded, candidates)})
 
 
 def route_prompt(content: str, context: str, tags: Sequence[str], candidates_text: str,
@@ -188,7 +188,8 @@ def route_prompt(content: str, context: str, tags: Sequence[str], candidates_tex
 
 
 def profile_schema(bounded: bool = True) -> dict[str, Any]:
-    return _object({"summary": _string(bounded, 300), "tags": _array(_string(bounded, 40), bounded, 3)})
+    return object_of({"summary": text_field(bounded, 300),
+                      "tags": array_of(text_field(bounded, 40), bounded, 3)})
 
 
 def profile_prompt(samples: Sequence[tuple[str, str, Sequence[str]]]) -> str:
@@ -213,7 +214,7 @@ def profile_prompt(samples: Sequence[tuple[str, str, Sequence[str]]]) -> str:
 
 def selection_schema(bounded: bool = True, max_selected: int = 10,
                      candidates: Sequence[str] | None = None) -> dict[str, Any]:
-    return _object({"selected_clusters": _array(_id_schema(bounded, candidates), bounded, max_selected)})
+    return object_of({"selected_clusters": array_of(_id_schema(bounded, candidates), bounded, max_selected)})
 
 
 def selection_prompt(query: str, query_tags: Sequence[str], candidates_text: str,

@@ -124,13 +124,13 @@ class LLMClient:
             counts["errors"] = 1
         if completion.extra.get("prompt_truncated"):
             counts["prompts_truncated"] = 1
-        if request.json_schema is not None:
+        if request.output_schema is not None:
             try:
                 completion.parsed = extract_json(completion.text)
             except JSONParseError as exc:
                 completion.parse_error = str(exc)
                 counts["parse_failures"] = 1
             else:
-                if schema_violation(completion.parsed, request.json_schema) is not None:
+                if schema_violation(completion.parsed, request.output_schema) is not None:
                     counts["schema_violations"] = 1
         self.ledger.record(request.tag, **counts)

@@ -21,10 +21,20 @@ class Request:
     max_tokens: int = 1000
     seed: int | None = None
     tag: str = "untagged"
+    #: parse and validate the output against this schema without constraining decoding (a method
+    #: whose reference asks for JSON in plain text); not part of the cache key
+    parse_schema: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt or messages")
+        if self.json_schema is not None and self.parse_schema is not None:
+            raise ValueError("a Request constrains (json_schema) or only parses (parse_schema), not both")
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The schema the output is parsed and checked against, constrained or not."""
+        return self.json_schema if self.json_schema is not None else self.parse_schema
 
     def text_for_chat(self) -> list[dict[str, str]]:
         """The request as chat messages (a raw prompt becomes one user message)."""
