@@ -90,3 +90,46 @@ class PaperAnswerer:
         text = value if isinstance(value, str) else completion.text
         return Answer(text, {"prompt": request.prompt, "parsed": isinstance(value, str),
                              "finish_reason": completion.finish_reason})
+
+
+class MemoryOSAnswerer:
+    """MemoryOS's own answer step: its role-play system prompt (speaker B answering about A and B,
+    with the assistant's knowledge) and its user prompt (the memory block built by
+    :class:`baselines.memoryos.MemoryOSMemory`, the question, the brevity and date rules).
+
+    The reference answers in plain text (temperature 0.7, up to 2,000 tokens);
+    ``structured_output: schema`` asks for the same content as ``{"answer": string}`` like every
+    other method here, ``text`` keeps the plain answer. ``list_instructions`` adds the list format
+    to BioASQ list questions (category 6), which the reference never saw.
+    """
+
+    def __init__(self, client: LLMClient, seed: int = 42, temperature: float = 0.7, max_tokens: int = 2000,
+                 structured_output: str = "schema", list_instructions: bool = True) -> None:
+        if structured_output not in ("schema", "text"):
+            raise ValueError(f"structured_output must be schema or text, not {structured_output!r}")
+        self.client = client
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.structured_output = structured_output
+        self.list_instructions = list_instructions
+
+    def request(self, question: Question, retrieval: Retrieval) -> Request:
+        from baselines import memoryos_prompts as prompts
+
+        speaker_a, speaker_b = retrieval.debug.get("speakers") or ("User", "Assistant")
+        system = prompts.answer_system_prompt(speaker_a, speaker_b, retrieval.debug.get("assistant_knowledge", ()))
+        user = prompts.answer_user_prompt(speaker_a, speaker_b, retrieval.context, question.text,
+                                          list_question=self.list_instructions and question.category == 6)
+        if self.structured_output == "schema":
+            user += 'Reply with a JSON object {"answer": "<your answer>"}.'
+        return Request(messages=(("system", system), ("user", user)), temperature=self.temperature,
+                       max_tokens=self.max_tokens, tag="answer",
+                       json_schema=answer_schema() if self.structured_output == "schema" else None)
+
+    def __call__(self, question: Question, retrieval: Retrieval) -> Answer:
+        request = self.request(question, retrieval)
+        completion = self.client.generate([request])[0]
+        value = (completion.parsed or {}).get("answer")
+        text = value if isinstance(value, str) else completion.text.rsplit("</think>", 1)[-1].strip()
+        return Answer(text, {"prompt": request.messages, "parsed": isinstance(value, str),
+                             "finish_reason": completion.finish_reason})

@@ -73,7 +73,10 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     ledger = Ledger()
     client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger)
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
-    answerer = PaperAnswerer(client, seed=int(cfg["seed"]), **cfg["answer"])
+    if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
+        answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
+    else:
+        answerer = PaperAnswerer(client, seed=int(cfg["seed"]), **cfg["answer"])
     memory_cfg = dict(cfg["method"]["memory"])
     shared = _accepted_kwargs(memory_cfg["_target_"], {
         "embedder": embedder, "llm": client, "content_format": cfg["data"].get("content_format", "reference"),
