@@ -117,7 +117,8 @@ class MemoryOSAnswerer:
         from baselines import memoryos_prompts as prompts
 
         speaker_a, speaker_b = retrieval.debug.get("speakers") or ("User", "Assistant")
-        system = prompts.answer_system_prompt(speaker_a, speaker_b, retrieval.debug.get("assistant_knowledge", ()))
+        knowledge = retrieval.debug.get("assistant_knowledge", ())
+        system = prompts.answer_system_prompt(speaker_a, speaker_b, knowledge)
         user = prompts.answer_user_prompt(speaker_a, speaker_b, retrieval.context, question.text,
                                           list_question=self.list_instructions and question.category == 6)
         if self.structured_output == "schema":

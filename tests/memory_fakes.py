@@ -65,9 +65,50 @@ class MemoryScript:
             return json.dumps({"keywords": ", ".join(question.rstrip("?").split()[-3:])})
         if request.tag == "select":
             return json.dumps({"selected_clusters": candidate_ids(prompt)[:1]})
+        if request.tag.startswith(("gam_", "memoryos_")):
+            return baseline_reply(request)
         return json.dumps({"answer": "ok"})
 
 
 def scripted_client(**overrides) -> tuple[LLMClient, ScriptedBackend]:
     backend = ScriptedBackend(MemoryScript(**overrides))
     return LLMClient(backend), backend
+
+
+def _long_words(text: str, n: int) -> list[str]:
+    return [w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 4][:n]
+
+
+def baseline_reply(request: Request) -> str:
+    """Plausible fixed replies for GAM's and MemoryOS's calls (pipeline tests through the CLI)."""
+    prompt = request.prompt or ""
+    tag = request.tag
+    if tag == "gam_memorize":
+        return json.dumps({"abstract": prompt.split("INPUT_MESSAGE:\n", 1)[-1][:80]})
+    if tag == "gam_plan":
+        query = prompt.split("REQUEST:\n", 1)[-1].split("\n", 1)[0]
+        return json.dumps({"info_needs": [query], "tools": ["keyword", "vector"],
+                           "keyword_collection": _long_words(query, 3), "vector_queries": [query],
+                           "page_index": []})
+    if tag == "gam_integrate":
+        evidence = prompt.split("EVIDENCE:\n", 1)[-1].split("\n")[1]
+        return json.dumps({"content": f"Facts: {evidence[:100]}", "sources": []})
+    if tag == "gam_check":
+        return json.dumps({"enough": True})
+    if tag == "gam_follow_up":
+        return json.dumps({"new_requests": []})
+    if tag == "memoryos_continuity":
+        return json.dumps({"continuous": False})
+    if tag == "memoryos_meta":
+        return "A friendly chat."
+    if tag == "memoryos_summary":
+        text = prompt.split("Conversation:\n", 1)[-1]
+        return json.dumps({"summaries": [{"theme": "chat", "keywords": _long_words(text, 2),
+                                          "content": text.split("\n\nReply", 1)[0][:200]}]})
+    if tag in ("memoryos_keywords", "memoryos_page_keywords", "memoryos_query_keywords"):
+        return json.dumps({"keywords": _long_words(prompt.split("Text:\n", 1)[-1], 3)})
+    if tag == "memoryos_profile":
+        return json.dumps({"profile": "Friendly.", "user_facts": ["The user likes to talk."]})
+    if tag == "memoryos_assistant":
+        return json.dumps({"assistant_facts": ["I listen."]})
+    return json.dumps({"profile": "Friendly and curious."})
