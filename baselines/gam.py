@@ -110,6 +110,9 @@ class ResearchState:
 
 
 class GAMMemory:
+    #: retrieval reads memory only, so a stream's questions may run concurrently
+    concurrent_reads = True
+
     def __init__(
         self,
         llm: LLMClient,

@@ -110,6 +110,9 @@ def keyword_overlap(a: Sequence[str], b: Sequence[str]) -> float:
 
 
 class MemoryOSMemory:
+    #: retrieval raises segment visits and access counts, so questions run in order, one at a time
+    concurrent_reads = False
+
     def __init__(
         self,
         llm: LLMClient,

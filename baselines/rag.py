@@ -42,6 +42,9 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> list[int]:
 
 
 class RAGMemory:
+    #: retrieval reads memory only, so a stream's questions may run concurrently
+    concurrent_reads = True
+
     def __init__(self, embedder: Embedder | None, k: int = 10, retriever: str = "dense",
                  content_format: str = "reference", rrf_k: int = 60, fusion_depth: int = 100) -> None:
         if retriever not in RETRIEVERS:

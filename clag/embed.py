@@ -8,6 +8,7 @@ ends in a Normalize layer, so every vector is unit length (centroids, means of t
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
@@ -56,9 +57,14 @@ class Embedder:
         self.dim = int(dimension())
         self._memo: OrderedDict[str, np.ndarray] = OrderedDict()
         self._memo_size = memo_size
+        self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 matrix, one unit-length row per text."""
+        """Float32 matrix, one unit-length row per text (one caller at a time: the memo is shared)."""
+        with self._lock:
+            return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if missing:
             vectors = self._model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True,

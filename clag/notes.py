@@ -87,6 +87,9 @@ class NoteMemory:
     admits k + 1, CLAG's k). ``keyword_separator="cosmos"`` is A-mem's prompt typo.
     """
 
+    #: retrieval reads memory only (keywords, search, context), so questions may run concurrently
+    concurrent_reads = True
+
     def __init__(
         self,
         embedder: Embedder,

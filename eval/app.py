@@ -69,8 +69,11 @@ def execute(cfg: DictConfig) -> Path:
     write_status(run_dir, "running", resumed=resumed)
     try:
         snapshot_root = Path(resolved["snapshot_dir"]) if resolved.get("snapshot_dir") else None
+        concurrency = resolved.get("concurrency") or {}
         metrics = run_dataset(dataset, method, run_dir, progress=bool(resolved["progress"]),
-                              snapshot_root=snapshot_root, config_hash=chash)
+                              snapshot_root=snapshot_root, config_hash=chash,
+                              streams=int(concurrency.get("streams", 1)),
+                              questions=int(concurrency.get("questions", 1)))
     except BaseException as exc:
         write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -71,7 +71,10 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     if not cfg.get("llm"):
         raise ConfigError(f"method {cfg['method']['name']!r} needs an LLM to answer: add llm=<name>")
     ledger = Ledger()
-    client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger)
+    concurrency = dict(cfg.get("concurrency") or {})
+    concurrent = int(concurrency.get("streams", 1)) * int(concurrency.get("questions", 1)) > 1
+    client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger,
+                          micro_batch=concurrency if concurrent else None)
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
@@ -86,8 +89,13 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
         return instantiate(memory_cfg, **shared)
 
     def ledger_report() -> dict[str, Any]:
-        return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
-                **ledger.to_dict()}
+        report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
+                  **ledger.to_dict()}
+        sizes = list(getattr(client.backend, "batch_sizes", ()))
+        if sizes:       # what the micro-batcher merged (backend calls, requests per call)
+            report["micro_batches"] = {"backend_calls": len(sizes), "requests": sum(sizes),
+                                       "max_batch": max(sizes)}
+        return report
 
     return MethodRun(make_memory, answerer, ledger_report, client.scope,
                      bool(cfg.get("batching", {}).get("prefetch_ingest", False)))

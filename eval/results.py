@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -144,11 +145,14 @@ class PredictionLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._handle = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()           # streams running in threads share one log
 
     def append(self, row: dict[str, Any]) -> None:
-        self._handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
+        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        with self._lock:
+            self._handle.write(line)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
         self._handle.close()

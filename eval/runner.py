@@ -9,20 +9,28 @@ re-ingested, and the LLM cache serves any call made before the interruption.
 
 ``predictions.jsonl`` holds only deterministic fields, so an interrupted-and-resumed run writes
 byte for byte what an uninterrupted one writes; wall-clock timings go to ``timings.jsonl``.
+
+Concurrency (``concurrency.streams``, ``concurrency.questions``): streams run in threads, and so
+do the questions of a stream when its memory is read-only at question time
+(``memory.concurrent_reads``). Seeds are scoped per stream and per question, so the answers are
+those of the one-at-a-time path; a stream's rows are committed in question order, and the file is
+put back in dataset order at the end.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
-from clag.types import MemorySystem, Sample
+from clag.types import MemorySystem, Question, Sample
 from eval import snapshots
 from eval.data.contract import Dataset
 from eval.methods import MethodRun
@@ -65,36 +73,58 @@ def prepare_memory(sample: Sample, method: MethodRun, snapshot: Path | None,
     return memory, {**meta, "restored_from_snapshot": False}
 
 
+def answer_question(sample: Sample, question: Question, memory: MemorySystem,
+                    method: MethodRun) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One question's prediction row and its timing row."""
+    with method.scope(f"question:{sample.id}:{question.id}"):
+        t0 = time.perf_counter()
+        retrieval = memory.retrieve(question)
+        t1 = time.perf_counter()
+        answer = method.answer(question, retrieval)
+        t2 = time.perf_counter()
+    true_answer = question.extra.get("true_answer")
+    row = {
+        "sample_id": sample.id,
+        "question_id": question.id,
+        "question": question.text,
+        "category": question.category,
+        "prediction": answer.text,
+        "answer": question.answer,
+        "true_answer": true_answer,
+        "evidence": list(question.evidence),
+        "retrieved_ids": list(retrieval.turn_ids),
+        "scores": score_prediction(answer.text, question.answer, question.category,
+                                   retrieval.turn_ids, question.evidence, true_answer),
+        "retrieval_debug": retrieval.debug,
+        "answer_debug": answer.debug,
+    }
+    timing = {"sample_id": sample.id, "question_id": question.id, "retrieve_s": t1 - t0, "answer_s": t2 - t1}
+    return row, timing
+
+
 def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done: set[tuple[str, str]],
-                  log: PredictionLog, timings: PredictionLog, progress: bool = True) -> None:
-    """Answer the stream's questions that are not in ``done``; each row is committed at once."""
-    for question in tqdm(sample.questions, desc=f"answer {sample.id}", disable=not progress, leave=False):
-        if (sample.id, question.id) in done:
-            continue
-        with method.scope(f"question:{sample.id}:{question.id}"):
-            t0 = time.perf_counter()
-            retrieval = memory.retrieve(question)
-            t1 = time.perf_counter()
-            answer = method.answer(question, retrieval)
-            t2 = time.perf_counter()
-        true_answer = question.extra.get("true_answer")
-        log.append({
-            "sample_id": sample.id,
-            "question_id": question.id,
-            "question": question.text,
-            "category": question.category,
-            "prediction": answer.text,
-            "answer": question.answer,
-            "true_answer": true_answer,
-            "evidence": list(question.evidence),
-            "retrieved_ids": list(retrieval.turn_ids),
-            "scores": score_prediction(answer.text, question.answer, question.category,
-                                       retrieval.turn_ids, question.evidence, true_answer),
-            "retrieval_debug": retrieval.debug,
-            "answer_debug": answer.debug,
-        })
-        timings.append({"sample_id": sample.id, "question_id": question.id, "retrieve_s": t1 - t0,
-                         "answer_s": t2 - t1})
+                  log: PredictionLog, timings: PredictionLog, progress: bool = True,
+                  workers: int = 1) -> None:
+    """Answer the stream's questions that are not in ``done``, committing rows in question order.
+
+    With ``workers > 1`` and a memory that is read-only at question time, questions run in
+    threads, so their calls of each stage reach the (micro-batched) backend together."""
+    pending = [q for q in sample.questions if (sample.id, q.id) not in done]
+    bar = tqdm(total=len(pending), desc=f"answer {sample.id}", disable=not progress, leave=False)
+    if workers > 1 and getattr(memory, "concurrent_reads", False) and len(pending) > 1:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"q-{sample.id}") as pool:
+            results = pool.map(lambda q: answer_question(sample, q, memory, method), pending)
+            for row, timing in results:               # in question order, each as soon as it is ready
+                log.append(row)
+                timings.append(timing)
+                bar.update()
+    else:
+        for question in pending:
+            row, timing = answer_question(sample, question, memory, method)
+            log.append(row)
+            timings.append(timing)
+            bar.update()
+    bar.close()
 
 
 def merged_ledger(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
@@ -113,28 +143,65 @@ def merged_ledger(previous: dict[str, Any], current: dict[str, Any]) -> dict[str
 
 
 def run_dataset(dataset: Dataset, method: MethodRun, run_dir: Path, progress: bool = True,
-                snapshot_root: Path | None = None, config_hash: str = "") -> dict[str, Any]:
-    """Answer every stream of ``dataset`` (resuming what ``run_dir`` already holds)."""
+                snapshot_root: Path | None = None, config_hash: str = "", streams: int = 1,
+                questions: int = 1) -> dict[str, Any]:
+    """Answer every stream of ``dataset`` (resuming what ``run_dir`` already holds).
+
+    ``streams`` streams run at once (threads), each answering ``questions`` questions at once."""
     predictions = run_dir / "predictions.jsonl"
     ledger_path = run_dir / "ledger.json"
     previous_ledger = json.loads(ledger_path.read_text()) if ledger_path.is_file() else None
     committed_rows(run_dir / "timings.jsonl")
     done = {(r["sample_id"], r["question_id"]) for r in committed_rows(predictions)}
-    stats = []
-    with PredictionLog(predictions) as log, PredictionLog(run_dir / "timings.jsonl") as timings:
-        for sample in tqdm(dataset.samples, desc=dataset.name, disable=not progress):
-            snapshot = (snapshots.snapshot_path(snapshot_root, config_hash, sample.id)
-                        if snapshot_root is not None else None)
-            memory, meta = prepare_memory(sample, method, snapshot, progress)
-            answer_stream(sample, memory, method, done, log, timings, progress)
-            stats.append({"sample_id": sample.id, "turns": len(sample.turns), **meta, **memory.stats()})
+    stats: dict[str, dict[str, Any]] = {}
+    ledger_lock = threading.Lock()
+    inner_progress = progress and streams <= 1       # one bar per stream only when they run one by one
+
+    def run_stream(sample: Sample) -> None:
+        snapshot = (snapshots.snapshot_path(snapshot_root, config_hash, sample.id)
+                    if snapshot_root is not None else None)
+        memory, meta = prepare_memory(sample, method, snapshot, inner_progress)
+        answer_stream(sample, memory, method, done, log, timings, inner_progress, workers=questions)
+        stats[sample.id] = {"sample_id": sample.id, "turns": len(sample.turns), **meta, **memory.stats()}
+        with ledger_lock:
             ledger = method.ledger()
             write_json(ledger_path, merged_ledger(previous_ledger, ledger) if previous_ledger else ledger)
-    rows = committed_rows(predictions)
+
+    with PredictionLog(predictions) as log, PredictionLog(run_dir / "timings.jsonl") as timings:
+        bar = tqdm(total=len(dataset.samples), desc=dataset.name, disable=not progress)
+        if streams > 1:
+            with ThreadPoolExecutor(max_workers=streams, thread_name_prefix="stream") as pool:
+                for _ in pool.map(run_stream, dataset.samples):
+                    bar.update()
+        else:
+            for sample in dataset.samples:
+                run_stream(sample)
+                bar.update()
+        bar.close()
+    rows = in_dataset_order(committed_rows(predictions), dataset)
+    write_json_lines(predictions, rows)
     metrics = aggregate((r["category"], r["scores"]) for r in rows)
     write_json(run_dir / "metrics.json", metrics)
-    write_json(run_dir / "memory_stats.json", stats)
+    write_json(run_dir / "memory_stats.json", [stats[s.id] for s in dataset.samples if s.id in stats])
     return metrics
+
+
+def in_dataset_order(rows: list[dict[str, Any]], dataset: Dataset) -> list[dict[str, Any]]:
+    """Rows sorted as the dataset lists streams and questions (concurrent streams interleave)."""
+    position = {(s.id, q.id): (i, j)
+                for i, s in enumerate(dataset.samples) for j, q in enumerate(s.questions)}
+    return sorted(rows, key=lambda r: position.get((r["sample_id"], r["question_id"]), (len(position), 0)))
+
+
+def write_json_lines(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rewrite a JSON-lines file atomically (same bytes as appending the rows in this order)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
 
 
 def write_status(run_dir: Path, state: str, **details: Any) -> None:

@@ -8,6 +8,7 @@ reference parses it, and failures are counted per tag, never silently dropped.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,20 +27,35 @@ class LLMClient:
         self.ledger = ledger or Ledger()
         self.cache = cache
         self.run_seed = run_seed
-        self._occurrences: Counter[str] = Counter()
-        self._scope = ""
+        self._local = threading.local()          # scope and counters are per thread
         self._prefetched: dict[str, list[Completion]] = {}
+        self._prefetch_lock = threading.Lock()
+
+    @property
+    def _scope(self) -> str:
+        return getattr(self._local, "scope", "")
+
+    @property
+    def _occurrences(self) -> Counter[str]:
+        if not hasattr(self._local, "occurrences"):
+            self._local.occurrences = Counter()
+        return self._local.occurrences
+
+    @_occurrences.setter
+    def _occurrences(self, value: Counter[str]) -> None:
+        self._local.occurrences = value
 
     @contextmanager
     def scope(self, name: str) -> Iterator[None]:
         """Derive sampling seeds within ``name`` (a stream, a question): a run that skips some
-        streams or questions (a resumed run) draws exactly what an uninterrupted one draws."""
+        streams or questions (a resumed run) draws exactly what an uninterrupted one draws, and
+        questions answered concurrently (each scope lives in its own thread) draw the same too."""
         previous, previous_counts = self._scope, self._occurrences
-        self._scope, self._occurrences = name, Counter()
+        self._local.scope, self._local.occurrences = name, Counter()
         try:
             yield
         finally:
-            self._scope, self._occurrences = previous, previous_counts
+            self._local.scope, self._local.occurrences = previous, previous_counts
 
     @property
     def model_id(self) -> str:
@@ -66,19 +82,22 @@ class LLMClient:
         saved = Counter(self._occurrences)
         seeded = [self._seeded(r) for r in requests]
         self._occurrences = saved              # the later calls draw these same seeds again
-        for request, completion in zip(seeded, self._complete(seeded)):
-            self._prefetched.setdefault(request_key(self.model_id, request), []).append(completion)
+        completions = self._complete(seeded)
+        with self._prefetch_lock:
+            for request, completion in zip(seeded, completions):
+                self._prefetched.setdefault(request_key(self.model_id, request), []).append(completion)
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         seeded = [self._seeded(r) for r in requests]
         results: list[Completion | None] = [None] * len(seeded)
         pending = []
-        for i, request in enumerate(seeded):
-            waiting = self._prefetched.get(request_key(self.model_id, request))
-            if waiting:
-                results[i] = waiting.pop(0)
-            else:
-                pending.append(i)
+        with self._prefetch_lock:
+            for i, request in enumerate(seeded):
+                waiting = self._prefetched.get(request_key(self.model_id, request))
+                if waiting:
+                    results[i] = waiting.pop(0)
+                else:
+                    pending.append(i)
         for i, completion in zip(pending, self._complete([seeded[i] for i in pending])):
             results[i] = completion
         return [c for c in results if c is not None]

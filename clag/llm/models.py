@@ -147,8 +147,16 @@ def model_id_for(cfg: Mapping[str, Any]) -> str | None:
     return None
 
 
-def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = None) -> LLMClient:
+def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = None,
+                 micro_batch: Mapping[str, Any] | None = None) -> LLMClient:
+    """The client for an ``llm`` config; ``micro_batch`` (max_batch, max_wait_ms) puts a
+    :class:`~clag.llm.batcher.MicroBatcher` in front of the backend for concurrent callers."""
     model_id = model_id_for(cfg)
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
+    if micro_batch:
+        from clag.llm.batcher import MicroBatcher
+
+        backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
+                               max_wait_s=float(micro_batch.get("max_wait_ms", 20)) / 1000)
     cache = RequestCache(Path(cfg["cache_path"])) if cfg.get("cache_path") else None
     return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed)
