@@ -100,9 +100,19 @@ def _openai(cfg: Mapping[str, Any]) -> LLM:
                          repetition_penalty=float(cfg.get("repetition_penalty", 1.0)))
 
 
+def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
+    from clag.llm.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
+                           prompt_format=cfg.get("prompt_format", "raw"), max_context=cfg.get("max_context"),
+                           threads=cfg.get("threads"),
+                           repetition_penalty=float(cfg.get("repetition_penalty", 1.0)))
+
+
 BACKENDS: Registry = Registry("llm backend")
 BACKENDS.register("hf", _hf)
 BACKENDS.register("openai", _openai)
+BACKENDS.register("llamacpp", _llamacpp)
 
 
 @lru_cache(maxsize=4)
@@ -144,6 +154,11 @@ def model_id_for(cfg: Mapping[str, Any]) -> str | None:
 
         return hf_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
                            float(cfg.get("repetition_penalty", 1.0)), int(cfg.get("max_whitespace", 4)))
+    if cfg.get("backend") == "llamacpp":
+        from clag.llm.llamacpp import llamacpp_model_id
+
+        return llamacpp_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
+                                 float(cfg.get("repetition_penalty", 1.0)))
     return None
 
 

@@ -1,0 +1,45 @@
+"""The llamacpp backend on the offline SmolLM2 GGUF (skipped where llama-cpp-python is not built)."""
+
+import json
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from clag.llm.models import build_backend, model_id_for  # noqa: E402
+from clag.llm.types import Request  # noqa: E402
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}},
+          "required": ["answer"], "additionalProperties": False}
+
+
+def config(**extra):
+    return {"name": "smollm2-135m", "backend": "llamacpp", "model": "smollm2-135m", "prompt_format": "raw",
+            "threads": 2, **extra}
+
+
+def test_schema_output_parses_and_greedy_and_seeded_calls_repeat():
+    backend = build_backend(config())
+    assert backend.model_id == model_id_for(config()) and backend.model_id.startswith("llamacpp:smollm2-135m:gguf:")
+    requests = [Request(prompt="Question: What is the capital of France? Answer in JSON.", json_schema=SCHEMA,
+                        temperature=0, max_tokens=40),
+                Request(prompt="Write one word.", temperature=0.9, seed=7, max_tokens=12),
+                Request(prompt="Write one word.", temperature=0.9, seed=7, max_tokens=12)]
+    first, second = backend.generate(requests), backend.generate(requests)
+    assert set(json.loads(first[0].text)) == {"answer"} and first[0].finish_reason == "stop"
+    assert [c.text for c in first] == [c.text for c in second]
+    assert first[1].text == first[2].text and first[0].prompt_tokens > 5
+
+
+def test_chat_format_and_the_long_prompt_rule():
+    backend = build_backend(config(prompt_format="chat", max_context=64))
+    (completion,) = backend.generate([Request(messages=(("system", "Be brief."), ("user", "word " * 100 + "2+2?")),
+                                              temperature=0, max_tokens=8)])
+    assert completion.extra == {"prompt_truncated": True} and completion.prompt_tokens == 56
+
+
+def test_a_folder_is_refused_with_a_clear_message(tmp_path):
+    from clag.errors import UserFacingError
+
+    with pytest.raises(UserFacingError, match="needs a GGUF file"):
+        build_backend(config(path=str(tmp_path), name="folder"))
