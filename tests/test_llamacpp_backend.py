@@ -43,3 +43,14 @@ def test_a_folder_is_refused_with_a_clear_message(tmp_path):
 
     with pytest.raises(UserFacingError, match="needs a GGUF file"):
         build_backend(config(path=str(tmp_path), name="folder"))
+
+
+def test_long_string_bounds_do_not_crash_the_grammar_and_are_checked_by_the_client():
+    from clag.llm.client import LLMClient
+
+    schema = {"type": "object", "properties": {"abstract": {"type": "string", "maxLength": 1200}},
+              "required": ["abstract"], "additionalProperties": False}
+    client = LLMClient(build_backend(config()))
+    (completion,) = client.generate([Request(prompt="Summarise: the cat sat. Reply in JSON.", json_schema=schema,
+                                             temperature=0, max_tokens=30, tag="t")])
+    assert completion.parsed is not None and "abstract" in completion.parsed

@@ -26,6 +26,19 @@ from clag.llm.types import Completion, Request
 DEFAULT_CONTEXT = 8192
 
 
+def without_string_lengths(schema: Any) -> Any:
+    """The schema without string ``maxLength``/``minLength``: llama.cpp's converter spells a
+    length bound as that many nested optional rules, and a few hundred of them overflow its
+    grammar parser (a crash, not an error). ``max_tokens`` still bounds the output, and the
+    client checks the parsed value against the full schema (counted as a schema violation)."""
+    if isinstance(schema, dict):
+        return {k: without_string_lengths(v) for k, v in schema.items()
+                if k not in ("maxLength", "minLength")}
+    if isinstance(schema, list):
+        return [without_string_lengths(v) for v in schema]
+    return schema
+
+
 def llamacpp_model_id(path: str, label: str, prompt_format: str, repetition_penalty: float) -> str:
     return f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:rep{float(repetition_penalty)}"
 
@@ -57,7 +70,8 @@ class LlamaCppBackend:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            grammar_schema = json.dumps(without_string_lengths(schema), sort_keys=True)
+            self._grammars[key] = LlamaGrammar.from_json_schema(grammar_schema, verbose=False)
         return self._grammars[key]
 
     def _sampling(self, request: Request) -> dict[str, Any]:
