@@ -130,7 +130,7 @@ def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done:
 def merged_ledger(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """A resumed run's ledger: the interrupted sessions' counts plus this session's."""
     merged = json.loads(json.dumps(current))
-    for section in ("by_tag",):
+    for section in ("by_tag", "by_phase"):
         for tag, counts in previous.get(section, {}).items():
             target = merged.setdefault(section, {}).setdefault(tag, {k: 0 for k in counts})
             for name, value in counts.items():

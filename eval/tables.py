@@ -22,7 +22,10 @@ from eval.stats import Interval, paired_difference
 
 PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
 REFERENCE_METHOD = "clag"
-INGEST_TAGS = ("note", "evolve", "route", "profile")
+#: ingest-time call tags, for ledgers written before calls were also counted by phase
+INGEST_TAGS = ("note", "evolve", "route", "profile", "gam_memorize", "memoryos_continuity", "memoryos_meta",
+               "memoryos_summary", "memoryos_keywords", "memoryos_page_keywords", "memoryos_profile",
+               "memoryos_assistant", "memoryos_profile_merge")
 METRIC_LABELS = {"f1": "F1", "bleu1": "BLEU-1", "e_precision": "E-Prec", "e_recall": "E-Recall",
                  "e_f1": "E-F1", "recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10",
                  "f1_corrected": "F1 (corrected c5)"}
@@ -183,8 +186,13 @@ def cost(runs: dict, llm: str) -> Table:
         by_tag = run.ledger.get("by_tag", {})
         questions = max(run.metrics.get("questions", 0), 1)
         memories = max(sum(s.get("turns", 0) for s in run.memory_stats), 1)
-        ingest = sum(v["calls"] for t, v in by_tag.items() if t in INGEST_TAGS)
-        asked = sum(v["calls"] for t, v in by_tag.items() if t not in INGEST_TAGS)
+        phases = run.ledger.get("by_phase")
+        if phases:
+            ingest = phases.get("ingest", {}).get("calls", 0)
+            asked = phases.get("question", {}).get("calls", 0)
+        else:
+            ingest = sum(v["calls"] for t, v in by_tag.items() if t in INGEST_TAGS)
+            asked = sum(v["calls"] for t, v in by_tag.items() if t not in INGEST_TAGS)
         prompt = sum(v["prompt_tokens"] for v in by_tag.values())
         completion = sum(v["completion_tokens"] for v in by_tag.values())
         failures = sum(v["parse_failures"] for v in by_tag.values())

@@ -2,11 +2,17 @@
 # Install clag-bench and everything it needs on a fresh machine (CPU), offline models included.
 #   bash scripts/install.sh          # CPU: torch 2.13.0 CPU build first, then the project + dev tools
 #   bash scripts/install.sh gpu      # GPU: keeps the CUDA torch you installed, adds faiss-gpu, vLLM
+#   bash scripts/install.sh llamacpp # CPU + llama-cpp-python (compiles llama.cpp: ~4 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-cpu}" = "gpu" ]; then
   pip install -e ".[dev,gpu]"
 else
+  if [ "${1:-cpu}" = "llamacpp" ]; then
+    # only the library: skipping llama.cpp's tools, examples, tests and server shortens the build
+    export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
+    pip install "llama-cpp-python==0.3.36"
+  fi
   # a bare "torch" requirement would pull a multi-GB CUDA build onto a CPU machine
   pip install torch==2.13.0
   # xgrammar's metadata pulls ~1 GB of triton that only its GPU kernels use; the offline model

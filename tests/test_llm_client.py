@@ -83,3 +83,19 @@ def test_a_corrupted_cache_is_moved_aside_and_rebuilt(tmp_path):
     assert cache.get("missing") is None
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM completions").fetchone() == (0,)
+
+
+def test_the_ledger_counts_calls_by_phase_from_the_scope():
+    from clag.llm.client import LLMClient
+    from clag.llm.types import Request
+    from tests.scripted_llm import ScriptedBackend
+
+    client = LLMClient(ScriptedBackend(lambda r: "x"))
+    with client.scope("ingest:s1"):
+        client.generate([Request(prompt="a", tag="note"), Request(prompt="b", tag="evolve")])
+    with client.scope("question:s1:q1"):
+        client.generate([Request(prompt="c", tag="answer")])
+    client.generate([Request(prompt="d", tag="answer")])           # outside any scope: by tag only
+    report = client.ledger.to_dict()
+    assert {phase: counts["calls"] for phase, counts in report["by_phase"].items()} == {"ingest": 2, "question": 1}
+    assert report["total"]["calls"] == 4

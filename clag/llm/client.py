@@ -152,4 +152,5 @@ class LLMClient:
             else:
                 if schema_violation(completion.parsed, request.output_schema) is not None:
                     counts["schema_violations"] = 1
-        self.ledger.record(request.tag, **counts)
+        # the phase is the scope's kind: "ingest:<stream>" → ingest, "question:<id>" → question
+        self.ledger.record(request.tag, phase=self._scope.split(":", 1)[0] or None, **counts)

@@ -1,4 +1,5 @@
-"""The call ledger: per call tag, how many calls, tokens, seconds and failures a run cost."""
+"""The call ledger: per call tag and per phase (ingest, question), how many calls, tokens,
+seconds and failures a run cost."""
 
 from __future__ import annotations
 
@@ -23,17 +24,18 @@ class TagStats:
 
 
 class Ledger:
-    """Thread-safe counters by tag; ``to_dict`` is what ``ledger.json`` holds."""
+    """Thread-safe counters by tag and by phase; ``to_dict`` is what ``ledger.json`` holds."""
 
     def __init__(self) -> None:
         self._tags: dict[str, TagStats] = defaultdict(TagStats)
+        self._phases: dict[str, TagStats] = defaultdict(TagStats)
         self._lock = threading.Lock()
 
-    def record(self, tag: str, **increments: float) -> None:
+    def record(self, tag: str, phase: str | None = None, **increments: float) -> None:
         with self._lock:
-            stats = self._tags[tag]
-            for name, value in increments.items():
-                setattr(stats, name, getattr(stats, name) + value)
+            for stats in (self._tags[tag], self._phases[phase]) if phase else (self._tags[tag],):
+                for name, value in increments.items():
+                    setattr(stats, name, getattr(stats, name) + value)
 
     def tag(self, tag: str) -> TagStats:
         return self._tags[tag]
@@ -41,8 +43,12 @@ class Ledger:
     def to_dict(self) -> dict[str, Any]:
         with self._lock:
             tags = {tag: asdict(stats) for tag, stats in sorted(self._tags.items())}
+            phases = {phase: asdict(stats) for phase, stats in sorted(self._phases.items())}
         total = TagStats()
         for stats in tags.values():
             for name, value in stats.items():
                 setattr(total, name, getattr(total, name) + value)
-        return {"by_tag": tags, "total": asdict(total)}
+        report: dict[str, Any] = {"by_tag": tags, "total": asdict(total)}
+        if phases:
+            report["by_phase"] = phases
+        return report
