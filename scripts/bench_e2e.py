@@ -66,7 +66,7 @@ def run_mode(name: str, base: list[str]) -> dict:
     llm_s = float(ledger["total"]["latency_s"])
     row = {"mode": name, "wall_s": round(wall, 2), "llm_calls": int(ledger["total"]["calls"]),
            "llm_seconds": round(llm_s, 2), "harness_overhead": round(max(0.0, wall - llm_s) / wall, 4),
-           "questions": metrics.get("f1", {}).get("count"),
+           "questions": metrics.get("questions"),
            "backend_batches": ledger.get("micro_batches")}
     print(json.dumps(row), flush=True)
     return row
