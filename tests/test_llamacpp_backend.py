@@ -54,3 +54,23 @@ def test_long_string_bounds_do_not_crash_the_grammar_and_are_checked_by_the_clie
     (completion,) = client.generate([Request(prompt="Summarise: the cat sat. Reply in JSON.", json_schema=schema,
                                              temperature=0, max_tokens=30, tag="t")])
     assert completion.parsed is not None and "abstract" in completion.parsed
+
+
+def test_every_schema_of_the_project_becomes_a_bounded_grammar_and_outputs_validate():
+    import jsonschema
+
+    from baselines import gam_prompts, memoryos_prompts
+    from clag import prompts
+    from clag.llm.gbnf import schema_to_gbnf
+    from eval.answer import answer_schema
+
+    schemas = [gam_prompts.plan_schema(), gam_prompts.integrate_schema(), memoryos_prompts.keywords_schema(),
+               memoryos_prompts.continuity_schema(), prompts.analysis_schema(), prompts.evolution_schema(),
+               prompts.profile_schema(), answer_schema()]
+    assert "char{0,300}" in schema_to_gbnf(prompts.analysis_schema())
+    backend = build_backend(config())
+    for schema in schemas:
+        (completion,) = backend.generate([Request(prompt="Reply in JSON about a dog named Rex.", json_schema=schema,
+                                                  temperature=0.7, seed=1, max_tokens=300)])
+        if completion.finish_reason == "stop":
+            jsonschema.validate(json.loads(completion.text), schema)

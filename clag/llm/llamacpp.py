@@ -3,7 +3,8 @@
 On a laptop-class CPU llama.cpp decodes a quantised small model several times faster than
 transformers in bf16 and needs a fraction of the memory (docs in the README's "Performance").
 It runs one sequence at a time, so it gains nothing from batching; JSON schemas become GBNF
-grammars (llama.cpp's own converter), compiled once per schema. The same rules as the ``hf``
+grammars (:mod:`clag.llm.gbnf`, which writes length bounds as bounded repetition; llama.cpp's
+own converter for anything else), compiled once per schema. The same rules as the ``hf``
 backend apply: ``raw`` completes the prompt string as is, ``chat`` applies the GGUF's chat
 template; a prompt that does not fit the context keeps its end and is counted as truncated;
 greedy when temperature is 0, else plain sampling (top-k/top-p/min-p off) with the request seed.
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
+from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
 from clag.llm.types import Completion, Request
 
@@ -27,10 +29,10 @@ DEFAULT_CONTEXT = 8192
 
 
 def without_string_lengths(schema: Any) -> Any:
-    """The schema without string ``maxLength``/``minLength``: llama.cpp's converter spells a
-    length bound as that many nested optional rules, and a few hundred of them overflow its
-    grammar parser (a crash, not an error). ``max_tokens`` still bounds the output, and the
-    client checks the parsed value against the full schema (counted as a schema violation)."""
+    """The schema without string ``maxLength``/``minLength``, for llama.cpp's own converter
+    (used only for schemas :mod:`clag.llm.gbnf` does not cover): it spells a length bound as that
+    many nested optional rules, and a few hundred of them overflow llama.cpp's grammar parser (a
+    crash, not an error). The client still checks the parsed value against the full schema."""
     if isinstance(schema, dict):
         return {k: without_string_lengths(v) for k, v in schema.items()
                 if k not in ("maxLength", "minLength")}
@@ -70,8 +72,11 @@ class LlamaCppBackend:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            grammar_schema = json.dumps(without_string_lengths(schema), sort_keys=True)
-            self._grammars[key] = LlamaGrammar.from_json_schema(grammar_schema, verbose=False)
+            try:
+                self._grammars[key] = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+            except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
+                grammar_schema = json.dumps(without_string_lengths(schema), sort_keys=True)
+                self._grammars[key] = LlamaGrammar.from_json_schema(grammar_schema, verbose=False)
         return self._grammars[key]
 
     def _sampling(self, request: Request) -> dict[str, Any]:
