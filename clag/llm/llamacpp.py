@@ -41,8 +41,13 @@ def without_string_lengths(schema: Any) -> Any:
     return schema
 
 
+#: bump when the way schemas become grammars changes: cached outputs of the old grammars are not reused
+GRAMMAR_VERSION = "gbnf2"
+
+
 def llamacpp_model_id(path: str, label: str, prompt_format: str, repetition_penalty: float) -> str:
-    return f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:rep{float(repetition_penalty)}"
+    return (f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:rep{float(repetition_penalty)}:"
+            f"{GRAMMAR_VERSION}")
 
 
 class LlamaCppBackend:
