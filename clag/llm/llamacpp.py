@@ -13,6 +13,7 @@ Install with ``pip install -e .[llamacpp]`` (it compiles llama.cpp; see the READ
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import time
@@ -67,6 +68,8 @@ class LlamaCppBackend:
         self.n_ctx = int(max_context or DEFAULT_CONTEXT)
         self.model = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,
                            verbose=False)
+        # free the model before interpreter teardown, when llama-cpp-python's own cleanup fails noisily
+        atexit.register(self.model.close)
         self.prompt_format = prompt_format
         self.repetition_penalty = float(repetition_penalty)
         self.model_id = llamacpp_model_id(path, label, prompt_format, repetition_penalty)
