@@ -1,6 +1,6 @@
 """End-to-end smoke: one-at-a-time vs batched vs batched + concurrent, same calls; harness overhead.
 
-    python scripts/bench_e2e.py                                   # A-mem, 3 LoCoMo streams, SmolLM2 (hf)
+    python scripts/bench_e2e.py                                   # A-mem, 2 LoCoMo streams, SmolLM2 (hf)
     python scripts/bench_e2e.py --method clag --llm-backend llamacpp
 
 Each mode runs the same subset with the LLM cache off, in one process (the model is loaded once,
@@ -76,12 +76,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="amem")
     parser.add_argument("--data", default="locomo")
-    parser.add_argument("--samples", type=int, default=3)
-    parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--questions", type=int, default=4)
     parser.add_argument("--llm-backend", default="hf")
     parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--memory-max-tokens", type=int, default=96)
+    parser.add_argument("--memory-max-tokens", type=int, default=64)
     parser.add_argument("--answer-max-tokens", type=int, default=32)
     parser.add_argument("--modes", nargs="+", default=list(MODES))
     parser.add_argument("--out", type=Path, default=None)
