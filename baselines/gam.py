@@ -225,7 +225,7 @@ class GAMMemory:
             value = (completion.parsed or {}).get("abstract")
             abstract = value.strip() if isinstance(value, str) else ""
         else:
-            abstract = completion.text.rsplit("</think>", 1)[-1].strip()
+            abstract = completion.text.strip()
         if not abstract or completion.finish_reason == "error":
             self._memorize_failures += 1
             abstract = page.content[:FALLBACK_ABSTRACT_CHARS]

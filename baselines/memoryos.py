@@ -194,7 +194,7 @@ class MemoryOSMemory:
 
     def _text(self, prompt: str, tag: str, temperature: float, max_tokens: int) -> str:
         request = Request(prompt=prompt, tag=tag, temperature=temperature, max_tokens=max_tokens)
-        return self.llm.generate([request])[0].text.rsplit("</think>", 1)[-1].strip()
+        return self.llm.generate([request])[0].text.strip()
 
     def _keywords(self, text: str, tag: str) -> list[str]:
         value = self._json(prompts.keywords_prompt(text), prompts.keywords_schema(), tag).get("keywords")

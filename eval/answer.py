@@ -131,6 +131,6 @@ class MemoryOSAnswerer:
         request = self.request(question, retrieval)
         completion = self.client.generate([request])[0]
         value = (completion.parsed or {}).get("answer")
-        text = value if isinstance(value, str) else completion.text.rsplit("</think>", 1)[-1].strip()
+        text = value if isinstance(value, str) else completion.text.strip()
         return Answer(text, {"prompt": request.messages, "parsed": isinstance(value, str),
                              "finish_reason": completion.finish_reason})

@@ -65,6 +65,10 @@ def execute(cfg: DictConfig) -> Path:
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         env = environment({"run": resolved["seed"]})
         env["data"] = dataset.summary()
+        if resolved.get("llm"):
+            from clag.llm.models import decoding_report
+
+            env["decoding"] = decoding_report(resolved["llm"])
         write_json(run_dir / "env.json", env)
     write_status(run_dir, "running", resumed=resumed)
     try:

@@ -64,7 +64,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
 
     from clag.embed import Embedder
     from clag.llm.ledger import Ledger
-    from clag.llm.models import build_client
+    from clag.llm.models import build_client, decoding_report
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
 
@@ -74,7 +74,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     concurrency = dict(cfg.get("concurrency") or {})
     concurrent = int(concurrency.get("streams", 1)) * int(concurrency.get("questions", 1)) > 1
     client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger,
-                          micro_batch=concurrency if concurrent else None)
+                          micro_batch=concurrency if concurrent else None, progress=bool(cfg.get("progress")))
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
@@ -90,7 +90,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
 
     def ledger_report() -> dict[str, Any]:
         report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
-                  **ledger.to_dict()}
+                  "decoding": decoding_report(cfg["llm"], client.backend), **ledger.to_dict()}
         sizes = list(getattr(client.backend, "batch_sizes", ()))
         if sizes:       # what the micro-batcher merged (backend calls, requests per call)
             report["micro_batches"] = {"backend_calls": len(sizes), "requests": sum(sizes),

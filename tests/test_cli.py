@@ -108,15 +108,16 @@ def test_an_unreachable_llm_server_ends_the_run_with_one_line_naming_it(data_roo
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "llm.backend=openai", "llm.model=m",
-               f"+llm.base_url=http://127.0.0.1:{port}/v1", "+llm.retries=2", "+llm.timeout_s=2",
+               f"llm.base_url=http://127.0.0.1:{port}/v1", "llm.retries=2", "llm.timeout_s=2",
                f"results_root={tmp_path}", f"snapshot_dir={tmp_path / 's'}", "progress=false",
                data_root=data_root, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith(
-        f"error: LLM server at http://127.0.0.1:{port}/v1 failed after 2 attempts")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 5 of 5 LLM requests failed (100% > llm.max_error_rate 10%)"), last
+    assert f"LLM server at http://127.0.0.1:{port}/v1 failed after 2 attempt(s)" in last
     assert "Traceback" not in proc.stderr
     status = json.loads(next(tmp_path.glob("*/*/*/*/status.json")).read_text())
-    assert status["state"] == "failed" and "LLMServerError" in status["error"]
+    assert status["state"] == "failed" and "ErrorRateExceeded" in status["error"]
 
 
 def test_doctor_reports_what_is_ready_and_what_to_fix(data_root, tmp_path):

@@ -11,7 +11,7 @@ from clag.types import Question, Retrieval
 from eval.answer import PaperAnswerer
 
 CFG = {"name": "smollm2-135m", "backend": "hf", "model": "smollm2-135m", "prompt_format": "raw",
-       "device": "cpu", "dtype": "bfloat16", "batch_size": 4, "repetition_penalty": 1.0, "max_whitespace": 4}
+       "device": "cpu", "dtype": "auto", "batch_size": 4}
 
 CONTEXT = ("talk start time:8 May 2023\tmemory content: Speaker Carolinesays : I went to the LGBTQ support "
            "group on 7 May 2023.\ntalk start time:8 May 2023\tmemory content: Speaker Melaniesays : I painted "
@@ -85,3 +85,25 @@ def test_a_prompt_longer_than_the_context_keeps_its_end_and_is_counted(backend):
         backend.max_context = saved
     assert out.prompt_tokens == 32 and out.extra == {"prompt_truncated": True}
     assert client.ledger.to_dict()["by_tag"]["answer"]["prompts_truncated"] == 1
+
+
+def test_a_sampled_request_does_not_depend_on_its_batch(backend):
+    """Per-row generators: the same request and seed give the same text alone, as [a, b] and as
+    [c, a, b] (transformers' one RNG per batch gave three different texts)."""
+    a = Request(prompt="Write one sentence about the sea:", temperature=0.7, max_tokens=24, seed=11)
+    b = Request(prompt="List three colours:", temperature=0.7, max_tokens=24, seed=12)
+    c = Request(prompt="Tell me a fact about Paris, the capital of France, and its river:", temperature=0.7,
+                max_tokens=24, seed=13)
+    alone = [backend.generate([r])[0].text for r in (a, b, c)]
+    pair = [x.text for x in backend.generate([a, b])]
+    triple = [x.text for x in backend.generate([c, a, b])]
+    assert pair == alone[:2]
+    assert triple == [alone[2], alone[0], alone[1]]
+    assert len(set(alone)) == 3
+
+
+def test_stop_ids_come_from_the_generation_config(backend):
+    assert backend.tokenizer.eos_token_id in backend.stop_token_ids
+    report = backend.sampling_report(Request(prompt="p", temperature=0.7, seed=1))
+    assert report["stop_token_ids"] == list(backend.stop_token_ids)
+    assert (report["top_p"], report["top_k"], report["min_p"]) == (1.0, 0, 0.0)

@@ -1,8 +1,15 @@
 """The one LLM entry point memory systems use: cache, seeds, JSON parsing and the ledger.
 
 It wraps any backend (lm-eval's ``CachingLM`` idea): a request is looked up in the cache first;
-the misses go to the backend as one batch; every completion with a schema is parsed as the
-reference parses it, and failures are counted per tag, never silently dropped.
+the misses go to the backend as one batch; a reasoning block is stripped (here, once, for every
+backend); every completion with a schema is parsed as the reference parses it, and failures are
+counted per tag, never silently dropped.
+
+A backend's failure after its retries is an *error completion*: counted, never cached, and
+handed to the caller, whose fallback is the reference's for an empty reply. The run stops — with
+one line — once errors exceed ``max_error_rate`` of the fresh calls plus ``error_allowance``
+(a few early failures of a healthy server do not stop a run; a dead server stops it after a
+handful of calls).
 """
 
 from __future__ import annotations
@@ -14,19 +21,41 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+from tqdm.auto import tqdm
+
+from clag.errors import UserFacingError
 from clag.llm.cache import RequestCache, request_key
+from clag.llm.decoding import strip_reasoning
 from clag.llm.jsonout import JSONParseError, extract_json, schema_violation
 from clag.llm.ledger import Ledger
 from clag.llm.types import LLM, Completion, Request
 
 
+class ErrorRateExceeded(UserFacingError):
+    """Too many requests failed after their retries for the run's numbers to mean anything."""
+
+
 class LLMClient:
+    #: prefetched requests go to the backend (and into the cache) this many at a time, so an
+    #: interruption loses at most one chunk
+    prefetch_chunk = 16
+
     def __init__(self, backend: LLM, ledger: Ledger | None = None, cache: RequestCache | None = None,
-                 run_seed: int = 42) -> None:
+                 run_seed: int = 42, max_error_rate: float = 0.1, error_allowance: int = 3,
+                 progress: bool = False) -> None:
+        if not 0.0 <= max_error_rate <= 1.0:
+            raise ValueError(f"max_error_rate must be in [0, 1], not {max_error_rate}")
         self.backend = backend
         self.ledger = ledger or Ledger()
         self.cache = cache
         self.run_seed = run_seed
+        self.max_error_rate = max_error_rate
+        self.error_allowance = max(0, int(error_allowance))
+        self.progress = progress
+        self._fresh_calls = 0
+        self._errors = 0
+        self._last_error = ""
+        self._error_lock = threading.Lock()
         self._local = threading.local()          # scope and counters are per thread
         self._prefetched: dict[str, list[Completion]] = {}
         self._prefetch_lock = threading.Lock()
@@ -82,10 +111,17 @@ class LLMClient:
         saved = Counter(self._occurrences)
         seeded = [self._seeded(r) for r in requests]
         self._occurrences = saved              # the later calls draw these same seeds again
-        completions = self._complete(seeded)
-        with self._prefetch_lock:
-            for request, completion in zip(seeded, completions):
-                self._prefetched.setdefault(request_key(self.model_id, request), []).append(completion)
+        size = self.prefetch_chunk
+        with tqdm(total=len(seeded), desc=f"prefetch {self._scope or ''}".strip(), leave=False,
+                  disable=not self.progress or len(seeded) <= size) as bar:
+            for start in range(0, len(seeded), size):   # each chunk is cached as soon as it returns
+                chunk = seeded[start:start + size]
+                completions = self._complete(chunk)
+                with self._prefetch_lock:
+                    for request, completion in zip(chunk, completions):
+                        key = request_key(self.model_id, request)
+                        self._prefetched.setdefault(key, []).append(completion)
+                bar.update(len(chunk))
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         seeded = [self._seeded(r) for r in requests]
@@ -122,12 +158,26 @@ class LLMClient:
                 if self.cache is not None and completion.finish_reason != "error":
                     self.cache.put(keys[i], completion)
                 results[i] = completion
+            self._check_error_rate(fresh)
         done: list[Completion] = []
         for request, completion in zip(seeded, results):
             assert completion is not None
             self._account(request, completion)
             done.append(completion)
         return done
+
+    def _check_error_rate(self, fresh: list[Completion]) -> None:
+        with self._error_lock:
+            self._fresh_calls += len(fresh)
+            for completion in fresh:
+                if completion.finish_reason == "error":
+                    self._errors += 1
+                    self._last_error = str(completion.extra.get("error", "backend error"))
+            calls, errors = self._fresh_calls, self._errors
+        if errors > self.max_error_rate * calls + self.error_allowance:
+            raise ErrorRateExceeded(
+                f"{errors} of {calls} LLM requests failed ({errors / calls:.0%} > llm.max_error_rate "
+                f"{self.max_error_rate:.0%}); last: {self._last_error}")
 
     def _account(self, request: Request, completion: Completion) -> None:
         counts: dict[str, float] = {"calls": 1}
@@ -143,7 +193,10 @@ class LLMClient:
             counts["errors"] = 1
         if completion.extra.get("prompt_truncated"):
             counts["prompts_truncated"] = 1
-        if request.output_schema is not None:
+        completion.text = strip_reasoning(completion.text)
+        if completion.finish_reason == "error":
+            completion.parse_error = "backend error"   # the caller's fallback for an empty reply
+        elif request.output_schema is not None:
             try:
                 completion.parsed = extract_json(completion.text)
             except JSONParseError as exc:

@@ -6,15 +6,18 @@
 - Batches with left padding; one ``generate`` per group of requests that share sampling
   parameters and schema.
 - Schemas are enforced by xgrammar's logits processor (under 1% of decode time on CPU), with the
-  model's natural whitespace allowed but capped, so small models neither go off-distribution nor
-  emit whitespace forever.
+  model's natural whitespace allowed up to the policy's cap, so small models neither go
+  off-distribution nor emit whitespace forever.
 - ``prompt_format: raw`` completes the prompt string as is (what the paper sent to SGLang);
-  ``chat`` applies the tokenizer's chat template (thinking disabled where a template knows it).
+  ``chat`` (and every chat-message request) renders with the shared renderer of
+  :mod:`clag.llm.decoding`, thinking as the policy says.
+- Stop tokens, sampling filters and the whitespace cap come from the
+  :class:`~clag.llm.decoding.DecodingPolicy`; sampling draws per row
+  (:mod:`clag.llm.row_sampling`), so a request's completion never depends on its batch.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,6 +29,7 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from clag.files import sha256_file
+from clag.llm.decoding import DecodingPolicy, render_chat, stop_token_ids
 from clag.llm.types import Completion, Request
 
 
@@ -47,10 +51,23 @@ def weights_id(path: str) -> str:
     return path
 
 
-def hf_model_id(path: str, label: str, prompt_format: str, repetition_penalty: float,
-                max_whitespace: int) -> str:
-    return (f"hf:{label}:{weights_id(path)}:{prompt_format}:rep{float(repetition_penalty)}:"
-            f"ws{int(max_whitespace)}")
+#: bump when the hf backend's decoding changes in a way the policy does not name
+HF_DECODER_VERSION = "rows1"     # per-row generators (the batch-wide RNG is gone)
+
+
+def hf_model_id(path: str, label: str, prompt_format: str, policy: DecodingPolicy, dtype: str) -> str:
+    return f"hf:{label}:{weights_id(path)}:{prompt_format}:{dtype}:{policy.identity()}:{HF_DECODER_VERSION}"
+
+
+def resolve_device_dtype(device: str, dtype: str) -> tuple[str, str]:
+    """``auto`` device: CUDA when visible. ``auto`` dtype: float32 on CPU — measured
+    batch-invariant (a row's tokens do not change with its batch's padding), where bf16's
+    rounding differs with padding and flipped sampled tokens — and bfloat16 on GPU."""
+    import torch
+
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dtype = ("float32" if device == "cpu" else "bfloat16") if dtype == "auto" else dtype
+    return device, dtype
 
 
 def convert_gguf(gguf: Path, cache_root: Path | None = None) -> Path:
@@ -89,13 +106,13 @@ class HFBackend:
         label: str,
         prompt_format: str = "raw",
         device: str = "auto",
-        dtype: str = "bfloat16",
+        dtype: str = "auto",
         batch_size: int = 4,
-        repetition_penalty: float = 1.0,
-        max_whitespace: int = 4,
+        policy: DecodingPolicy | None = None,
         threads: int | None = None,
         model_cache: str | None = None,
         max_context: int | None = None,
+        revision: str | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -107,17 +124,23 @@ class HFBackend:
         source = Path(path).expanduser()
         if source.suffix == ".gguf" and source.is_file():
             source = convert_gguf(source, Path(model_cache) if model_cache else None)
-        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-        self.tokenizer = AutoTokenizer.from_pretrained(str(source), padding_side="left")
+        self.device, dtype = resolve_device_dtype(device, dtype)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(source), padding_side="left", revision=revision)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.dtype = dtype
         self.model = AutoModelForCausalLM.from_pretrained(
-            str(source), dtype=getattr(torch, dtype)).to(self.device).eval()
+            str(source), dtype=getattr(torch, dtype), revision=revision).to(self.device).eval()
+        #: the hub commit the weights came from (None for local folders): recorded in the ledger
+        self.loaded_revision = getattr(self.model.config, "_commit_hash", None) or revision
         self.prompt_format = prompt_format
         self.batch_size = max(1, int(batch_size))
-        self.repetition_penalty = float(repetition_penalty)
-        self.max_whitespace = int(max_whitespace)
-        self.model_id = hf_model_id(path, label, prompt_format, repetition_penalty, max_whitespace)
+        self.policy = policy or DecodingPolicy()
+        generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        self.stop_token_ids = stop_token_ids(generation_eos, self.tokenizer.eos_token_id,
+                                             self.policy.stop_token_ids)
+        source_id = f"{path}@{revision}" if revision else path
+        self.model_id = hf_model_id(source_id, label, prompt_format, self.policy, self.dtype)
         window = getattr(self.model.config, "max_position_embeddings", 0) or 32768
         self.max_context = int(max_context or window)
         self._compiler: Any = None
@@ -128,8 +151,21 @@ class HFBackend:
     def render(self, request: Request) -> str:
         if self.prompt_format == "raw" and request.prompt is not None:
             return request.prompt
-        return self.tokenizer.apply_chat_template(
-            request.text_for_chat(), tokenize=False, add_generation_prompt=True, enable_thinking=False)
+        template = self.tokenizer.chat_template
+        if not template:
+            raise UserFacingError(f"{self.model_id}: the tokenizer has no chat template; "
+                                  "use prompt_format=raw")
+        return render_chat(template, request.text_for_chat(), bos_token=self.tokenizer.bos_token or "",
+                           eos_token=self.tokenizer.eos_token or "",
+                           enable_thinking=self.policy.enable_thinking)
+
+    def sampling_report(self, request: Request) -> dict[str, Any]:
+        """What decodes ``request`` here, in the terms every backend reports (conformance)."""
+        return {"prompt": self.render(request), "stop_token_ids": list(self.stop_token_ids),
+                "temperature": request.temperature, "top_p": self.policy.top_p,
+                "top_k": self.policy.top_k, "min_p": self.policy.min_p,
+                "repetition_penalty": self.policy.repetition_penalty, "seed": request.seed,
+                "max_tokens": request.max_tokens, "max_whitespace": self.policy.max_whitespace}
 
     # ---- grammar ------------------------------------------------------------------------------
 
@@ -146,10 +182,10 @@ class HFBackend:
             if self._compiler is None:
                 info = xgr.TokenizerInfo.from_huggingface(
                     self.tokenizer, vocab_size=self.model.config.vocab_size,
-                    stop_token_ids=[self.tokenizer.eos_token_id])
+                    stop_token_ids=list(self.stop_token_ids))
                 self._compiler = xgr.GrammarCompiler(info, max_threads=2)
             self._grammars[key] = self._compiler.compile_json_schema(
-                key, any_whitespace=True, max_whitespace_cnt=self.max_whitespace)
+                key, any_whitespace=True, max_whitespace_cnt=self.policy.max_whitespace)
         return self._grammars[key]
 
     # ---- generation ---------------------------------------------------------------------------
@@ -178,20 +214,26 @@ class HFBackend:
         enc = self.tokenizer.pad({"input_ids": [row[-budget:] for row in ids]}, return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}
         temperature = batch[0].temperature
+        stops = list(self.stop_token_ids)
+        # greedy decoding always: sampled rows draw inside RowSampler, each with its own generator
         kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id,
-                                  "eos_token_id": self.tokenizer.eos_token_id}
-        if self.repetition_penalty != 1.0:
-            kwargs["repetition_penalty"] = self.repetition_penalty
-        if temperature > 0:
-            kwargs.update(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
-            seed = hashlib.sha256(json.dumps([r.seed for r in batch]).encode()).digest()
-            torch.manual_seed(int.from_bytes(seed[:4], "little"))
-        else:
-            kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
+                                  "eos_token_id": stops, "do_sample": False, "temperature": None,
+                                  "top_k": None, "top_p": None}
+        if self.policy.repetition_penalty != 1.0:
+            kwargs["repetition_penalty"] = self.policy.repetition_penalty
+        processors: list[Any] = []
         if batch[0].json_schema is not None:
             import xgrammar as xgr
 
-            kwargs["logits_processor"] = [xgr.contrib.hf.LogitsProcessor(self._grammar(batch[0].json_schema))]
+            processors.append(xgr.contrib.hf.LogitsProcessor(self._grammar(batch[0].json_schema)))
+        if temperature > 0:
+            from clag.llm.row_sampling import RowSampler
+
+            processors.append(RowSampler([r.seed if r.seed is not None else 0 for r in batch], temperature,
+                                         self.device, top_k=self.policy.top_k, top_p=self.policy.top_p,
+                                         min_p=self.policy.min_p))
+        if processors:
+            kwargs["logits_processor"] = processors
         started = time.perf_counter()
         with torch.inference_mode():
             generated = self.model.generate(**enc, **kwargs)
@@ -200,9 +242,10 @@ class HFBackend:
         completions = []
         for row, request in enumerate(batch):
             new_tokens = generated[row, prompt_len:].tolist()
-            ended = self.tokenizer.eos_token_id in new_tokens
+            end = next((k for k, t in enumerate(new_tokens) if t in self.stop_token_ids), None)
+            ended = end is not None
             if ended:
-                new_tokens = new_tokens[:new_tokens.index(self.tokenizer.eos_token_id)]
+                new_tokens = new_tokens[:end]
             new_tokens = [t for t in new_tokens if t != self.tokenizer.pad_token_id]
             # a row of a batch may run past its own cap while a longer row finishes: cut it there
             truncated = not ended or len(new_tokens) > request.max_tokens

@@ -20,9 +20,8 @@ class JSONParseError(ValueError):
 
 
 def extract_json(text: str) -> dict[str, Any]:
-    """The object between the first ``{`` and the last ``}``; a reasoning block that ends with
-    ``</think>`` is skipped first (GAM's reference parses what follows it)."""
-    text = text.rsplit("</think>", 1)[-1]
+    """The object between the first ``{`` and the last ``}`` (the client has already stripped a
+    reasoning block, as GAM's reference parses what follows ``</think>``)."""
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end < start:
         raise JSONParseError("no JSON object in the output")

@@ -6,8 +6,10 @@ It runs one sequence at a time, so it gains nothing from batching; JSON schemas 
 grammars (:mod:`clag.llm.gbnf`, which writes length bounds as bounded repetition; llama.cpp's
 own converter for anything else), compiled once per schema. The same rules as the ``hf``
 backend apply: ``raw`` completes the prompt string as is, ``chat`` applies the GGUF's chat
-template; a prompt that does not fit the context keeps its end and is counted as truncated;
-greedy when temperature is 0, else plain sampling (top-k/top-p/min-p off) with the request seed.
+template through the shared renderer; a prompt that does not fit the context keeps its end and is
+counted as truncated; greedy when temperature is 0, else sampling with the policy's filters
+(neutral by default) and the request seed. llama.cpp stops on every end-of-generation token the
+GGUF declares, which is what the model's generation config lists for the ``hf`` backend.
 Install with ``pip install -e .[llamacpp]`` (it compiles llama.cpp; see the README).
 """
 
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
+from clag.llm.decoding import DecodingPolicy, render_chat
 from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
 from clag.llm.types import Completion, Request
@@ -43,17 +46,23 @@ def without_string_lengths(schema: Any) -> Any:
 
 
 #: bump when the way schemas become grammars changes: cached outputs of the old grammars are not reused
-GRAMMAR_VERSION = "gbnf2"
+GRAMMAR_VERSION = "gbnf3"      # the whitespace cap follows the policy
 
 
-def llamacpp_model_id(path: str, label: str, prompt_format: str, repetition_penalty: float) -> str:
-    return (f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:rep{float(repetition_penalty)}:"
-            f"{GRAMMAR_VERSION}")
+def default_threads() -> int:
+    """One thread per core, less one on machines with more than two: llama.cpp's decode collapses
+    (measured 0.75–5 tokens/s against 13) when its threads compete with the harness's own."""
+    cores = os.cpu_count() or 1
+    return cores if cores <= 2 else cores - 1
+
+
+def llamacpp_model_id(path: str, label: str, prompt_format: str, policy: DecodingPolicy) -> str:
+    return f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:{policy.identity()}:{GRAMMAR_VERSION}"
 
 
 class LlamaCppBackend:
     def __init__(self, path: str, label: str, prompt_format: str = "raw", max_context: int | None = None,
-                 threads: int | None = None, repetition_penalty: float = 1.0) -> None:
+                 threads: int | None = None, policy: DecodingPolicy | None = None) -> None:
         if prompt_format not in ("raw", "chat"):
             raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
         if Path(path).suffix != ".gguf" or not Path(path).is_file():
@@ -64,16 +73,25 @@ class LlamaCppBackend:
             raise UserFacingError(
                 "llm.backend=llamacpp needs llama-cpp-python: pip install -e .[llamacpp] "
                 "(it compiles llama.cpp; see the README's Performance section)") from None
-        threads = int(threads or os.cpu_count() or 1)
+        threads = int(threads or default_threads())
         self.n_ctx = int(max_context or DEFAULT_CONTEXT)
         self.model = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,
                            verbose=False)
         # free the model before interpreter teardown, when llama-cpp-python's own cleanup fails noisily
         atexit.register(self.model.close)
         self.prompt_format = prompt_format
-        self.repetition_penalty = float(repetition_penalty)
-        self.model_id = llamacpp_model_id(path, label, prompt_format, repetition_penalty)
+        self.policy = policy or DecodingPolicy()
+        self.stop_token_ids = self._end_of_generation_ids()
+        self.model_id = llamacpp_model_id(path, label, prompt_format, self.policy)
         self._grammars: dict[str, Any] = {}
+
+    def _end_of_generation_ids(self) -> tuple[int, ...]:
+        """The tokens llama.cpp ends a completion on (its end-of-generation set), plus the policy's."""
+        import llama_cpp
+
+        vocab = llama_cpp.llama_model_get_vocab(self.model.model)
+        ids = [t for t in range(self.model.n_vocab()) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+        return tuple(dict.fromkeys([*ids, *self.policy.stop_token_ids]))
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
@@ -81,40 +99,53 @@ class LlamaCppBackend:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             try:
-                self._grammars[key] = LlamaGrammar.from_string(schema_to_gbnf(schema), verbose=False)
+                self._grammars[key] = LlamaGrammar.from_string(
+                    schema_to_gbnf(schema, self.policy.max_whitespace), verbose=False)
             except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
                 grammar_schema = json.dumps(without_string_lengths(schema), sort_keys=True)
                 self._grammars[key] = LlamaGrammar.from_json_schema(grammar_schema, verbose=False)
         return self._grammars[key]
 
     def _sampling(self, request: Request) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_tokens": request.max_tokens, "repeat_penalty": self.repetition_penalty}
+        policy = self.policy
+        kwargs: dict[str, Any] = {"max_tokens": request.max_tokens,
+                                  "repeat_penalty": policy.repetition_penalty}
+        if policy.stop_token_ids:      # llama.cpp takes extra stops as text
+            kwargs["stop"] = [self.model.detokenize([t], special=True).decode("utf-8", errors="ignore")
+                              for t in policy.stop_token_ids]
         if request.temperature <= 0:
             kwargs.update(temperature=0.0, top_k=1, top_p=1.0, min_p=0.0)
         else:
-            kwargs.update(temperature=request.temperature, top_k=0, top_p=1.0, min_p=0.0,
-                          seed=request.seed if request.seed is not None else 0)
+            kwargs.update(temperature=request.temperature, top_k=policy.top_k, top_p=policy.top_p,
+                          min_p=policy.min_p, seed=request.seed if request.seed is not None else 0)
         if request.json_schema is not None:
             kwargs["grammar"] = self._grammar(request.json_schema)
         return kwargs
 
+    def render(self, request: Request) -> str:
+        """The text the model completes: the raw prompt, or the chat rendered by the shared renderer."""
+        if self.prompt_format == "raw" and request.prompt is not None:
+            return request.prompt
+        template = self.model.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise UserFacingError(f"{self.model_id}: the GGUF has no chat template; use prompt_format=raw")
+        eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", errors="ignore")
+        bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", errors="ignore")
+        return render_chat(template, request.text_for_chat(), bos_token=bos, eos_token=eos,
+                           enable_thinking=self.policy.enable_thinking)
+
+    def sampling_report(self, request: Request) -> dict[str, Any]:
+        """What decodes ``request`` here, in the terms every backend reports (conformance)."""
+        return {"prompt": self.render(request), "stop_token_ids": list(self.stop_token_ids),
+                "temperature": request.temperature, "top_p": self.policy.top_p,
+                "top_k": self.policy.top_k, "min_p": self.policy.min_p,
+                "repetition_penalty": self.policy.repetition_penalty, "seed": request.seed,
+                "max_tokens": request.max_tokens, "max_whitespace": self.policy.max_whitespace}
+
     def _prompt_tokens(self, request: Request) -> tuple[list[int], bool]:
         """The prompt as tokens, cut to fit the context with room for the answer (keeping its end)."""
-        if self.prompt_format == "raw" and request.prompt is not None:
-            text = request.prompt
-            special = False
-        else:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-            template = self.model.metadata.get("tokenizer.chat_template")
-            if not template:
-                raise UserFacingError(f"{self.model_id}: the GGUF has no chat template; "
-                                      "use prompt_format=raw")
-            eos = self.model.detokenize([self.model.token_eos()]).decode("utf-8", errors="ignore")
-            bos = self.model.detokenize([self.model.token_bos()]).decode("utf-8", errors="ignore")
-            formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
-            text = formatter(messages=request.text_for_chat()).prompt
-            special = True
+        text = self.render(request)
+        special = not (self.prompt_format == "raw" and request.prompt is not None)
         tokens = self.model.tokenize(text.encode("utf-8"), add_bos=not special, special=special)
         budget = max(1, self.n_ctx - request.max_tokens)
         return tokens[-budget:], len(tokens) > budget

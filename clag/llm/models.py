@@ -17,6 +17,7 @@ from clag.errors import UserFacingError
 from clag.files import sha256_file
 from clag.llm.cache import RequestCache
 from clag.llm.client import LLMClient
+from clag.llm.decoding import DecodingPolicy
 from clag.llm.ledger import Ledger
 from clag.llm.types import LLM, Completion, Request
 from clag.registry import Registry
@@ -70,18 +71,23 @@ def model_location(cfg: Mapping[str, Any]) -> str:
     return model
 
 
+def hub_revision(cfg: Mapping[str, Any]) -> str | None:
+    """The pinned hub commit, when the model comes from a hub (a local path or packaged model has none)."""
+    if cfg.get("path") or str(cfg.get("model") or "") in PACKAGED_MODELS:
+        return None
+    return str(cfg["revision"]) if cfg.get("revision") else None
+
+
 def _hf(cfg: Mapping[str, Any]) -> LLM:
     from clag.llm.hf import HFBackend
 
     location = model_location(cfg)
     try:
         return HFBackend(location, label=str(cfg["name"]), prompt_format=cfg.get("prompt_format", "raw"),
-                         device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "bfloat16"),
-                         batch_size=int(cfg.get("batch_size", 4)),
-                         repetition_penalty=float(cfg.get("repetition_penalty", 1.0)),
-                         max_whitespace=int(cfg.get("max_whitespace", 4)),
+                         device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "auto"),
+                         batch_size=int(cfg.get("batch_size", 4)), policy=DecodingPolicy.from_config(cfg),
                          threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
-                         max_context=cfg.get("max_context"))
+                         max_context=cfg.get("max_context"), revision=hub_revision(cfg))
     except OSError as exc:
         raise ModelFileError(
             f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "
@@ -93,11 +99,10 @@ def _openai(cfg: Mapping[str, Any]) -> LLM:
 
     return OpenAIBackend(base_url=str(cfg.get("base_url")), model=str(cfg.get("model")),
                          api_key=str(cfg.get("api_key") or "EMPTY"),
-                         endpoint="completions" if cfg.get("prompt_format", "raw") == "raw" else "chat",
+                         prompt_format=cfg.get("prompt_format", "raw"),
                          concurrency=int(cfg.get("concurrency", 8)),
                          timeout_s=float(cfg.get("timeout_s", 60)),
-                         retries=int(cfg.get("retries", 3)),
-                         repetition_penalty=float(cfg.get("repetition_penalty", 1.0)))
+                         retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
 
 
 def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
@@ -105,8 +110,7 @@ def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
 
     return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
                            prompt_format=cfg.get("prompt_format", "raw"), max_context=cfg.get("max_context"),
-                           threads=cfg.get("threads"),
-                           repetition_penalty=float(cfg.get("repetition_penalty", 1.0)))
+                           threads=cfg.get("threads"), policy=DecodingPolicy.from_config(cfg))
 
 
 BACKENDS: Registry = Registry("llm backend")
@@ -127,7 +131,8 @@ def _backend_cached(cfg_items: tuple) -> LLM:
 
 def build_backend(cfg: Mapping[str, Any]) -> LLM:
     """The backend for ``cfg``; loaded once per process for identical configs (weights are big)."""
-    items = tuple(sorted((k, v) for k, v in cfg.items() if not isinstance(v, (dict, list))))
+    items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in cfg.items()
+                         if not isinstance(v, dict)))
     return _backend_cached(items)
 
 
@@ -149,21 +154,29 @@ class LazyBackend:
 
 def model_id_for(cfg: Mapping[str, Any]) -> str | None:
     """The backend's cache identity without loading it (None when it cannot be known early)."""
+    policy = DecodingPolicy.from_config(cfg)
     if cfg.get("backend", "hf") == "hf":
-        from clag.llm.hf import hf_model_id
+        from clag.llm.hf import hf_model_id, resolve_device_dtype
 
-        return hf_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
-                           float(cfg.get("repetition_penalty", 1.0)), int(cfg.get("max_whitespace", 4)))
+        location = model_location(cfg)
+        if hub_revision(cfg):
+            location = f"{location}@{hub_revision(cfg)}"
+        _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
+        return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"), policy, dtype)
     if cfg.get("backend") == "llamacpp":
         from clag.llm.llamacpp import llamacpp_model_id
 
         return llamacpp_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
-                                 float(cfg.get("repetition_penalty", 1.0)))
+                                 policy)
+    if cfg.get("backend") == "openai":
+        from clag.llm.openai_backend import openai_model_id
+
+        return openai_model_id(str(cfg.get("model")), cfg.get("prompt_format", "raw"), policy)
     return None
 
 
 def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = None,
-                 micro_batch: Mapping[str, Any] | None = None) -> LLMClient:
+                 micro_batch: Mapping[str, Any] | None = None, progress: bool = False) -> LLMClient:
     """The client for an ``llm`` config; ``micro_batch`` (max_batch, max_wait_ms) puts a
     :class:`~clag.llm.batcher.MicroBatcher` in front of the backend for concurrent callers."""
     model_id = model_id_for(cfg)
@@ -174,4 +187,21 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
                                max_wait_s=float(micro_batch.get("max_wait_ms", 20)) / 1000)
     cache = RequestCache(Path(cfg["cache_path"])) if cfg.get("cache_path") else None
-    return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed)
+    return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed,
+                     max_error_rate=float(cfg.get("max_error_rate", 0.1)), progress=progress)
+
+
+def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, Any]:
+    """The decoding policy for ``ledger.json``/``env.json``, with the stop ids the backend uses
+    once it is loaded (servers: the model's own, plus the policy's extras)."""
+    report = DecodingPolicy.from_config(cfg).to_dict()
+    report["backend"] = str(cfg.get("backend", "hf"))
+    report["revision"] = hub_revision(cfg)
+    while backend is not None and not hasattr(backend, "stop_token_ids"):
+        backend = getattr(backend, "backend", None) or getattr(backend, "_backend", None)
+    if backend is not None:
+        report["model_stop_token_ids"] = list(backend.stop_token_ids)
+        loaded = getattr(backend, "loaded_revision", None)
+        if loaded:
+            report["loaded_revision"] = loaded
+    return report

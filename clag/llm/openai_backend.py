@@ -1,9 +1,16 @@
 """The ``openai`` backend: any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama).
 
-``endpoint: chat`` sends chat completions; ``endpoint: completions`` sends the raw prompt (what
-the paper did against SGLang). Schemas go as ``response_format`` JSON schema. Requests run with
-bounded concurrency, a timeout, and tenacity retries; a server that stays unreachable ends the
-run with one line naming its URL.
+A raw prompt under ``prompt_format: raw`` goes to the completions endpoint as is (what the paper
+sent to SGLang); chat-message requests, and raw prompts under ``prompt_format: chat``, go to the
+chat endpoint, where the server renders them with the model's template and
+``chat_template_kwargs`` (thinking off) — the same template and switch the in-process backends
+apply. The policy's sampling filters are sent explicitly on every request (servers otherwise
+apply the model's own top-k/top-p); schemas go as ``response_format`` JSON schema.
+
+Requests run with bounded concurrency, a timeout (the reference's is 60 s) and tenacity retries.
+A request that still fails becomes an *error completion* (empty text, ``finish_reason="error"``):
+the reference treats an error as an empty reply, the client counts it, never caches it, and
+stops the run only when errors pass ``llm.max_error_rate``.
 """
 
 from __future__ import annotations
@@ -12,12 +19,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from clag.errors import UserFacingError
+from clag.llm.decoding import DecodingPolicy
 from clag.llm.types import Completion, Request
 
 
-class LLMServerError(UserFacingError):
-    """The server failed after every retry."""
+def openai_model_id(model: str, prompt_format: str, policy: DecodingPolicy) -> str:
+    return f"openai:{model}:{prompt_format}:{policy.identity()}"
 
 
 class OpenAIBackend:
@@ -26,53 +33,60 @@ class OpenAIBackend:
         base_url: str,
         model: str,
         api_key: str = "EMPTY",
-        endpoint: str = "chat",
+        prompt_format: str = "raw",
         concurrency: int = 8,
         timeout_s: float = 60.0,
         retries: int = 3,
-        repetition_penalty: float = 1.0,
+        policy: DecodingPolicy | None = None,
     ) -> None:
         from openai import OpenAI
 
-        if endpoint not in ("chat", "completions"):
-            raise ValueError(f"endpoint must be chat or completions, not {endpoint!r}")
+        if prompt_format not in ("raw", "chat"):
+            raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
         self.base_url = base_url
         self.model = model
-        self.endpoint = endpoint
+        self.prompt_format = prompt_format
         self.concurrency = max(1, int(concurrency))
         self.retries = max(1, int(retries))
-        self.repetition_penalty = float(repetition_penalty)
+        self.policy = policy or DecodingPolicy()
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-        self.model_id = f"openai:{model}:{endpoint}:rep{self.repetition_penalty}"
+        self.model_id = openai_model_id(model, prompt_format, self.policy)
+        # the server's model decides its end tokens (its generation config); the policy's extras are sent
+        self.stop_token_ids: tuple[int, ...] = self.policy.stop_token_ids
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             return list(pool.map(self._one, requests))
 
-    def _payload(self, request: Request) -> dict[str, Any]:
+    def uses_chat(self, request: Request) -> bool:
+        return request.messages is not None or self.prompt_format == "chat"
+
+    def payload(self, request: Request) -> dict[str, Any]:
+        """The request body's fields (``extra_body`` is what the SDK merges into the body)."""
         payload: dict[str, Any] = {"model": self.model, "temperature": request.temperature,
-                                   "max_tokens": request.max_tokens}
-        extra: dict[str, Any] = {}
+                                   "max_tokens": request.max_tokens, "top_p": self.policy.top_p}
         if request.seed is not None:
             payload["seed"] = request.seed
-        if self.repetition_penalty != 1.0:
-            extra["repetition_penalty"] = self.repetition_penalty
+        extra: dict[str, Any] = dict(self.policy.server_sampling())
+        if self.policy.stop_token_ids:
+            extra["stop_token_ids"] = list(self.policy.stop_token_ids)
         if request.json_schema is not None:
             response_format = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": request.json_schema, "strict": True}}
-            if self.endpoint == "chat":
+            if self.uses_chat(request):
                 payload["response_format"] = response_format
             else:  # the SDK's completions call has no such argument; servers read it from the body
                 extra["response_format"] = response_format
-        if extra:
-            payload["extra_body"] = extra
+        if self.uses_chat(request):
+            extra["chat_template_kwargs"] = self.policy.chat_template_kwargs()
+        payload["extra_body"] = extra
         return payload
 
     def _one(self, request: Request) -> Completion:
         import openai
         from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-        payload = self._payload(request)
+        payload = self.payload(request)
         started = time.perf_counter()
         try:
             for attempt in Retrying(stop=stop_after_attempt(self.retries), reraise=True,
@@ -82,20 +96,19 @@ class OpenAIBackend:
                                                                    openai.InternalServerError,
                                                                    openai.RateLimitError))):
                 with attempt:
-                    if self.endpoint == "chat":
+                    if self.uses_chat(request):
                         resp = self.client.chat.completions.create(
                             messages=request.text_for_chat(), **payload)
                         choice = resp.choices[0]
                         text = choice.message.content or ""
                     else:
-                        prompt = request.prompt if request.prompt is not None else "\n".join(
-                            m["content"] for m in request.text_for_chat())
-                        resp = self.client.completions.create(prompt=prompt, **payload)
+                        resp = self.client.completions.create(prompt=request.prompt, **payload)
                         choice = resp.choices[0]
                         text = choice.text or ""
         except openai.OpenAIError as exc:
-            raise LLMServerError(f"LLM server at {self.base_url} failed after {self.retries} "
-                                 f"attempts: {type(exc).__name__}: {exc}") from exc
+            return Completion(text="", latency_s=time.perf_counter() - started, finish_reason="error",
+                              extra={"error": f"LLM server at {self.base_url} failed after {self.retries} "
+                                              f"attempt(s): {type(exc).__name__}: {exc}"})
         usage = getattr(resp, "usage", None)
         return Completion(
             text=text,

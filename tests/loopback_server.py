@@ -1,0 +1,70 @@
+"""A fake OpenAI-compatible server on loopback (tests only): records request bodies, answers
+with fixed texts or a scripted reply, and fails chosen requests with HTTP 500."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class LoopbackServer:
+    """``fail_first``: the first n requests get 500; ``fail_every``: every n-th request does
+    (deterministic, whatever the retries). ``reply(body) -> text`` scripts the content."""
+
+    def __init__(self, fail_first: int = 0, fail_every: int = 0,
+                 reply: Callable[[dict], str] | None = None) -> None:
+        self.bodies: list[dict] = []
+        self.paths: list[str] = []
+        self.fail_first = fail_first
+        self.fail_every = fail_every
+        self.reply = reply
+        self.failed = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.paths.append(self.path)
+                    server.bodies.append(body)
+                    n = len(server.bodies)
+                    fail = n <= server.fail_first or (server.fail_every and n % server.fail_every == 0)
+                    server.failed += bool(fail)
+                if fail:
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+                chat = self.path.endswith("/chat/completions")
+                text = server.reply(body) if server.reply else ('{"answer": "chat"}' if chat else '{"answer": "raw"}')
+                if chat:
+                    payload = {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": text}}],
+                               "usage": usage}
+                else:
+                    payload = {"id": "c", "object": "text_completion", "created": 0, "model": body["model"],
+                               "choices": [{"index": 0, "text": text,
+                                            "finish_reason": "stop" if server.reply else "length",
+                                            "logprobs": None}], "usage": usage}
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
