@@ -12,7 +12,7 @@ def test_bounds_are_written_as_bounded_repetition():
         "ok": {"type": "boolean"}, "n": {"type": "integer"},
         "tool": {"type": "array", "items": {"type": "string", "enum": ["keyword", "vector"]}, "minItems": 1}},
         "required": ["name", "tags", "ok", "n", "tool"], "additionalProperties": False}
-    grammar = schema_to_gbnf(schema)
+    grammar = schema_to_gbnf(schema, max_whitespace=4)
     assert 'root-value-name ::= "\\"" char{0,300} "\\""' in grammar
     assert "char{1,20}" in grammar and "){0,2})?" in grammar                # at most 3 items, possibly none
     assert '"\\"keyword\\"" | "\\"vector\\""' in grammar

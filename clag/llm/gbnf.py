@@ -7,7 +7,7 @@ objects whose properties are all required (in declared order, no extras), string
 ``maxLength``/``minLength`` or ``enum``, integers, numbers, booleans, and arrays with
 ``minItems``/``maxItems``. Anything else raises :class:`UnsupportedSchema` so the caller can
 fall back. Whitespace between tokens is allowed but capped (small models otherwise emit it
-forever), as the ``hf`` backend does.
+forever) as the decoding policy says, as the ``hf`` backend does.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def _literal(text: str) -> str:
 
 
 class _Writer:
-    def __init__(self, max_whitespace: int) -> None:
+    def __init__(self, max_whitespace: int | None) -> None:
         self.rules: dict[str, str] = {}
-        self.ws = f"[ \\t\\n]{{0,{max_whitespace}}}"
+        self.ws = "[ \\t\\n]*" if max_whitespace is None else f"[ \\t\\n]{{0,{max_whitespace}}}"
 
     def rule(self, hint: str, body: str) -> str:
         name = "".join(c if c.isalnum() else "-" for c in hint).strip("-").lower() or "r"
@@ -93,7 +93,8 @@ class _Writer:
         raise UnsupportedSchema(f"{hint}: type {kind!r} is not supported")
 
 
-def schema_to_gbnf(schema: dict[str, Any], max_whitespace: int = 4) -> str:
+def schema_to_gbnf(schema: dict[str, Any], max_whitespace: int | None = 16) -> str:
+    """``max_whitespace``: the decoding policy's cap between tokens (``None``: unbounded)."""
     writer = _Writer(max_whitespace)
     top = writer.value(schema, "root-value")
     lines = [f"root ::= {top} {writer.ws}"]
