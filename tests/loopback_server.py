@@ -68,3 +68,15 @@ class LoopbackServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def request_of(body: dict):
+    """The :class:`~clag.llm.types.Request` a request body came from (for scripted replies)."""
+    from clag.llm.types import Request
+
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    if "messages" in body:
+        return Request(messages=tuple((m["role"], m["content"]) for m in body["messages"]), json_schema=schema,
+                       temperature=body.get("temperature", 0.0), max_tokens=body.get("max_tokens", 1000))
+    return Request(prompt=body["prompt"], json_schema=schema, temperature=body.get("temperature", 0.0),
+                   max_tokens=body.get("max_tokens", 1000))
