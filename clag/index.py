@@ -14,7 +14,13 @@ import numpy as np
 
 logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # its AVX probing is not news
 
-import faiss  # noqa: E402
+try:
+    import faiss  # noqa: E402
+except ImportError as _missing:     # faiss comes from an extra: exactly one of faiss-cpu / faiss-gpu
+    from clag.errors import UserFacingError
+
+    raise UserFacingError("faiss is not installed: pip install -e '.[cpu]' "
+                          "(or '.[gpu]' on a GPU machine)") from _missing
 
 METRICS = ("cosine", "l2")
 
