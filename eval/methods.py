@@ -75,6 +75,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     concurrent = int(concurrency.get("streams", 1)) * int(concurrency.get("questions", 1)) > 1
     client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger,
                           micro_batch=concurrency if concurrent else None, progress=bool(cfg.get("progress")))
+    client.prefetch_chunk = int((cfg.get("batching") or {}).get("prefetch_chunk", client.prefetch_chunk))
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))

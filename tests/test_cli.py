@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -113,7 +114,8 @@ def test_an_unreachable_llm_server_ends_the_run_with_one_line_naming_it(data_roo
                data_root=data_root, check=False)
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: 5 of 5 LLM requests failed (100% > llm.max_error_rate 10%)"), last
+    # every request failed; how many went out before the rate tripped depends on the micro-batches
+    assert re.match(r"error: (\d) of \1 LLM requests failed \(100% > llm.max_error_rate 10%\)", last), last
     assert f"LLM server at http://127.0.0.1:{port}/v1 failed after 2 attempt(s)" in last
     assert "Traceback" not in proc.stderr
     status = json.loads(next(tmp_path.glob("*/*/*/*/status.json")).read_text())

@@ -99,3 +99,24 @@ def test_the_ledger_counts_calls_by_phase_from_the_scope():
     report = client.ledger.to_dict()
     assert {phase: counts["calls"] for phase, counts in report["by_phase"].items()} == {"ingest": 2, "question": 1}
     assert report["total"]["calls"] == 4
+
+
+def test_an_interrupted_prefetch_keeps_every_chunk_that_returned(tmp_path):
+    """Ctrl-C during a long prefetch loses at most the chunk in flight, not the whole prefetch."""
+    from clag.llm.cache import RequestCache
+    from tests.scripted_llm import ScriptedBackend
+
+    class Interrupted(ScriptedBackend):
+        def generate(self, requests):
+            if len(self.batches) == 2:
+                raise KeyboardInterrupt
+            return super().generate(requests)
+
+    cache = RequestCache(tmp_path / "c.sqlite")
+    client = LLMClient(Interrupted(lambda r: "{}"), cache=cache)
+    client.prefetch_chunk = 10
+    with pytest.raises(KeyboardInterrupt):
+        client.prefetch([Request(prompt=f"p{i}", temperature=0, tag="note") for i in range(35)])
+    fresh = LLMClient(ScriptedBackend(lambda r: "{}"), cache=cache)
+    out = fresh.generate([Request(prompt=f"p{i}", temperature=0, tag="note") for i in range(35)])
+    assert sum(c.cached for c in out) == 20

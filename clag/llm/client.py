@@ -37,8 +37,8 @@ class ErrorRateExceeded(UserFacingError):
 
 class LLMClient:
     #: prefetched requests go to the backend (and into the cache) this many at a time, so an
-    #: interruption loses at most one chunk
-    prefetch_chunk = 16
+    #: interruption loses at most one chunk (``batching.prefetch_chunk``)
+    prefetch_chunk = 64
 
     def __init__(self, backend: LLM, ledger: Ledger | None = None, cache: RequestCache | None = None,
                  run_seed: int = 42, max_error_rate: float = 0.1, error_allowance: int = 3,

@@ -143,6 +143,8 @@ class HFBackend:
         self.model_id = hf_model_id(source_id, label, prompt_format, self.policy, self.dtype)
         window = getattr(self.model.config, "max_position_embeddings", 0) or 32768
         self.max_context = int(max_context or window)
+        #: benchmarks only: unconstrained rows decode exactly max_tokens (end tokens suppressed)
+        self.fixed_length = False
         self._compiler: Any = None
         self._grammars: dict[str, Any] = {}
 
@@ -221,6 +223,8 @@ class HFBackend:
                                   "top_k": None, "top_p": None}
         if self.policy.repetition_penalty != 1.0:
             kwargs["repetition_penalty"] = self.policy.repetition_penalty
+        if self.fixed_length and batch[0].json_schema is None:
+            kwargs["min_new_tokens"] = max_new
         processors: list[Any] = []
         if batch[0].json_schema is not None:
             import xgrammar as xgr
