@@ -51,6 +51,11 @@ class Embedder:
                  memo_size: int = 200_000) -> None:
         self.name = model
         self.batch_size = batch_size
+        if device == "auto":     # the GPU when there is one: streams embed concurrently there
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = device
         self._model = _load(model_path(model), device)
         dimension = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
@@ -60,22 +65,24 @@ class Embedder:
         self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 matrix, one unit-length row per text (one caller at a time: the memo is shared)."""
+        """Float32 matrix, one unit-length row per text. The memo is shared under a lock; the
+        model runs outside it, so concurrent streams do not wait for each other's encoding."""
         with self._lock:
-            return self._encode(texts)
-
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+            known = {t: self._memo[t] for t in texts if t in self._memo}
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
         if missing:
             vectors = self._model.encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
                                          show_progress_bar=False)
-            for text, vec in zip(missing, vectors):
-                self._memo[text] = vec.astype(np.float32)
-                if len(self._memo) > self._memo_size:
-                    self._memo.popitem(last=False)
+            fresh = {text: vec.astype(np.float32) for text, vec in zip(missing, vectors)}
+            known.update(fresh)
+            with self._lock:
+                for text, vec in fresh.items():
+                    self._memo[text] = vec
+                    if len(self._memo) > self._memo_size:
+                        self._memo.popitem(last=False)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._memo[t] for t in texts])
+        return np.stack([known[t] for t in texts])
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

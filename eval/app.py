@@ -31,7 +31,8 @@ def semantic_config(resolved: dict) -> dict:
 
 
 #: libraries whose INFO logs (model loading, AVX probing) would drown the run's own output
-QUIET_LOGGERS = ("sentence_transformers", "faiss", "transformers", "httpx", "datasets")
+QUIET_LOGGERS = ("sentence_transformers", "faiss", "transformers", "httpx", "httpx2", "httpcore2", "openai",
+                 "datasets")
 
 
 def execute(cfg: DictConfig) -> Path:

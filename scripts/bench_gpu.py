@@ -8,7 +8,9 @@ the ingest row): the model is built in memory with random weights and Qwen3-0.6B
 (28 layers, hidden 1024, 16 query / 8 key-value heads of 128, MLP 3072, vocabulary 151,936) —
 weights do not change speed, so output lengths are fixed (``min_new_tokens = max_new_tokens``) —
 and the tokenizer is a byte-level one built in memory with Qwen's special tokens. Nothing is
-downloaded.
+downloaded. On a machine without the project's dependencies, bring small wheels along and install
+them first: ``pip install --no-deps xgrammar apache-tvm-ffi faiss-cpu omegaconf antlr4-python3-runtime``
+(faiss and omegaconf for the CLAG row; scikit-learn comes with sentence-transformers).
 
 Reported: decode tokens/s at batch 1, 8, 32 and 64 without a grammar and with the note-analysis
 JSON schema (xgrammar; grammar rows stop where the grammar ends, so their lengths vary), and CLAG
@@ -20,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import sys
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -57,7 +58,8 @@ def build_model_folder(folder: Path, shapes: dict[str, Any]) -> None:
     core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>",
+                                        pad_token="<|endoftext|>")
     tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS})
     tokenizer.chat_template = TEMPLATE
     eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -79,8 +81,8 @@ def decode_rows(backend: Any, batches: list[int], tokens: int, grammar: bool) ->
     prompt = "Generate a structured analysis of the following content: " + "the sea is wide and blue. " * 20
     rows = []
     for batch in batches:
-        requests = [Request(prompt=prompt + str(i), temperature=0.7, max_tokens=tokens, seed=i, json_schema=schema)
-                    for i in range(batch)]
+        requests = [Request(prompt=prompt + str(i), temperature=0.7, max_tokens=tokens, seed=i,
+                            json_schema=schema) for i in range(batch)]
         backend.generate(requests[:1])                     # warm-up (kernels, grammar compile)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
@@ -123,7 +125,8 @@ def clag_ingest(backend: Any, streams: int, turns: int, max_tokens: int) -> dict
     from clag.memory import CLAGMemory
     from clag.types import Turn
 
-    cfg = OmegaConf.to_container(OmegaConf.load(Path(__file__).resolve().parent.parent / "configs/method/clag.yaml"))
+    config_file = Path(__file__).resolve().parent.parent / "configs" / "method" / "clag.yaml"
+    cfg = OmegaConf.to_container(OmegaConf.load(config_file))
     params = {k: v for k, v in cfg["memory"].items() if k != "_target_"}
     params["max_tokens"] = max_tokens
     batcher = MicroBatcher(backend, max_batch=64, max_wait_s=0.02)
@@ -131,18 +134,16 @@ def clag_ingest(backend: Any, streams: int, turns: int, max_tokens: int) -> dict
     words = "protein gene cell insulin receptor kinase pathway tumour enzyme membrane signal".split()
 
     def one_stream(s: int) -> None:
-        memory = CLAGMemory(embedder=HashingEmbedder(), llm=client, seed=42, **params)
+        memory = CLAGMemory(embedder=HashingEmbedder(), llm=client, **params)
         with client.scope(f"ingest:s{s}"):
             for t in range(turns):
                 text = " ".join(words[(s * 7 + t * 3 + k) % len(words)] for k in range(12))
                 memory.ingest(Turn(id=f"s{s}:{t}", speaker="doc", text=text, timestamp="", session=0))
 
     started = time.perf_counter()
-    threads = [threading.Thread(target=one_stream, args=(s,)) for s in range(streams)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ThreadPoolExecutor(max_workers=streams) as pool:
+        for done in [pool.submit(one_stream, s) for s in range(streams)]:
+            done.result()                          # a stream's error ends the benchmark
     elapsed = time.perf_counter() - started
     total = client.ledger.to_dict()["total"]
     sizes = batcher.batch_sizes
@@ -180,10 +181,16 @@ def main() -> int:
         backend.fixed_length = True     # every unconstrained row decodes --tokens
         print(f"model built in {time.perf_counter() - started:.1f} s on {device}", flush=True)
         rows = decode_rows(backend, batches, args.tokens, grammar=False)
-        rows += decode_rows(backend, batches, args.tokens, grammar=True)
+        try:
+            import xgrammar  # noqa: F401
+        except ImportError:
+            print("  grammar rows skipped: xgrammar is not installed (pip install --no-deps its wheel)")
+        else:
+            rows += decode_rows(backend, batches, args.tokens, grammar=True)
         backend.fixed_length = False
         ingest = clag_ingest(backend, args.streams, args.turns, max_tokens=args.tokens)
-    result = {"device": device, "model": "Qwen3-0.6B shapes, random weights" if not args.tiny else "tiny (2 layers)",
+    shape = "tiny (2 layers)" if args.tiny else "Qwen3-0.6B shapes, random weights"
+    result = {"device": device, "model": shape,
               "dtype": "bfloat16", "output_tokens": args.tokens, "decode": rows, "clag_ingest": ingest,
               "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None}
     print(f"wrote {write_result('gpu' if not args.tiny else 'gpu_tiny_cpu', result, args.out)}")

@@ -1,7 +1,7 @@
 """Serving by simulation: how well the harness keeps a batching server busy, and what
 ``paper_main`` would cost on one GPU.
 
-    python scripts/bench_serving.py                      # CLAG, 10 BioASQ streams x 40 turns, 3 questions each
+    python scripts/bench_serving.py          # CLAG, 10 BioASQ streams x 40 turns, 3 questions each
     python scripts/bench_serving.py --turns 120 --questions 5
 
 A loopback OpenAI-compatible stub stands in for vLLM/SGLang. Its clock follows a batched-decoding
@@ -136,8 +136,11 @@ class BatchedDecodeStub:
                     stub.in_flight -= 1
                 usage = {"prompt_tokens": job.prompt_tokens, "completion_tokens": max(1, len(text) // 4)}
                 chat = self.path.endswith("/chat/completions")
-                choice = ({"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-                          if chat else {"index": 0, "finish_reason": "stop", "text": text, "logprobs": None})
+                choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+                if chat:
+                    choice["message"] = {"role": "assistant", "content": text}
+                else:
+                    choice.update(text=text, logprobs=None)
                 data = json.dumps({"id": "x", "object": "chat.completion" if chat else "text_completion",
                                    "created": 0, "model": body["model"], "choices": [choice],
                                    "usage": {**usage, "total_tokens": sum(usage.values())}}).encode()
@@ -203,19 +206,29 @@ class BatchedDecodeStub:
         self.httpd.shutdown()
 
 
-def run_clag(url: str, turns: int, questions: int, root: Path) -> tuple[float, dict[str, Any]]:
-    cmd = [sys.executable, "-m", "eval", "run", "method=clag", "data=bioasq", "data.subset.samples=10",
+def clag_command(url: str, turns: int, questions: int, root: Path, seed: int) -> list[str]:
+    return [sys.executable, "-m", "eval", "run", "method=clag", "data=bioasq", "data.subset.samples=10",
+           f"seed={seed}",
            f"data.subset.turns={turns}", f"data.subset.questions_per_sample={questions}", "llm=qwen3-0.6b",
            "llm.backend=openai", "llm.model=Qwen/Qwen3-0.6B", f"llm.base_url={url}", "llm.concurrency=64",
            "concurrency.streams=10", "concurrency.questions=8", "concurrency.max_batch=64",
-           f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}", f"llm.cache_path={root / 'c.sqlite'}",
-           "progress=false"]
+           f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}",
+           f"llm.cache_path={root / 'c.sqlite'}", "progress=false"]
+
+
+def run_clag(url: str, turns: int, questions: int, root: Path, jobs: int) -> tuple[float, dict[str, Any]]:
+    """``jobs`` CLAG runs at once (as a sweep's parallel jobs would be; distinct seeds), each with
+    its 10 streams concurrent. Returns the wall time and the ledger of the first."""
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    procs = [subprocess.Popen(clag_command(url, turns, questions, root / f"job{j}", seed=42 + j), cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for j in range(jobs)]
+    errors = [p.communicate()[1] for p in procs]
     wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"the CLAG run failed:\n{proc.stderr[-3000:]}")
-    ledger = json.loads(next((root / "runs").glob("*/*/*/*/ledger.json")).read_text())
+    for proc, err in zip(procs, errors):
+        if proc.returncode != 0:
+            raise SystemExit(f"a CLAG run failed:\n{err[-3000:]}")
+    ledger = json.loads(next((root / "job0" / "runs").glob("*/*/*/*/ledger.json")).read_text())
     return wall, ledger
 
 
@@ -243,6 +256,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=40, help="turns per BioASQ stream (10 streams)")
     parser.add_argument("--questions", type=int, default=3, help="questions per stream")
+    parser.add_argument("--jobs", type=int, default=1, help="CLAG runs at once (a sweep's parallel jobs)")
     parser.add_argument("--base-ms", type=float, default=4.0)
     parser.add_argument("--per-seq-ms", type=float, default=0.006)
     parser.add_argument("--per-prefill-token-ms", type=float, default=0.0002)
@@ -252,18 +266,20 @@ def main() -> int:
 
     stub = BatchedDecodeStub(args.base_ms, args.per_seq_ms, args.per_prefill_token_ms, args.max_seqs)
     with TemporaryDirectory() as tmp:
-        wall, ledger = run_clag(stub.url, args.turns, args.questions, Path(tmp))
+        wall, ledger = run_clag(stub.url, args.turns, args.questions, Path(tmp), args.jobs)
     stub.close()
     in_flight = [s[1] for s in stub.samples]
     active = [s[2] for s in stub.samples]
     busy_share = stub.busy_s / wall
     memories, questions = 10 * args.turns, 10 * args.questions
     result = {
-        "stub": {"model": "step_s = (base_ms + per_seq_ms*active + per_prefill_token_ms*admitted_prompt_tokens)/1000",
+        "stub": {"model": "step_s = (base_ms + per_seq_ms*active"
+                          " + per_prefill_token_ms*admitted_prompt_tokens)/1000",
                  "base_ms": args.base_ms, "per_seq_ms": args.per_seq_ms,
                  "per_prefill_token_ms": args.per_prefill_token_ms, "max_seqs": args.max_seqs,
                  "capacity_tokens_per_s": stub.capacity_tokens_per_s()},
-        "run": {"method": "clag", "data": "bioasq", "streams": 10, "turns_per_stream": args.turns,
+        "run": {"method": "clag", "data": "bioasq", "jobs": args.jobs, "streams": 10,
+                "turns_per_stream": args.turns,
                 "questions_per_stream": args.questions, "wall_s": wall, "requests": stub.requests,
                 "calls_in_ledger": ledger["total"]["calls"], "errors": ledger["total"]["errors"]},
         "in_flight": {"max": max(in_flight, default=0), "mean": mean(in_flight) if in_flight else 0,

@@ -8,6 +8,7 @@ on the hub. ``llm.path=`` takes any local GGUF file or HF folder instead.
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -143,12 +144,15 @@ class LazyBackend:
         self._cfg = cfg
         self.model_id = model_id
         self._backend: LLM | None = None
+        self._lock = threading.Lock()
 
     def generate(self, requests: list[Request]) -> list[Completion]:
-        if self._backend is None:
-            self._backend = build_backend(self._cfg)
-            if self._backend.model_id != self.model_id:
-                raise RuntimeError(f"backend id {self._backend.model_id} != expected {self.model_id}")
+        with self._lock:          # callers of a server backend arrive from many threads at once
+            if self._backend is None:
+                backend = build_backend(self._cfg)
+                if backend.model_id != self.model_id:
+                    raise RuntimeError(f"backend id {backend.model_id} != expected {self.model_id}")
+                self._backend = backend
         return self._backend.generate(requests)
 
 
@@ -181,7 +185,9 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
     :class:`~clag.llm.batcher.MicroBatcher` in front of the backend for concurrent callers."""
     model_id = model_id_for(cfg)
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
-    if micro_batch:
+    # a server batches continuously by itself: threads call it directly, each request in flight
+    # at once; the micro-batcher would hold every caller until its whole batch returned
+    if micro_batch and str(cfg.get("backend", "hf")) != "openai":
         from clag.llm.batcher import MicroBatcher
 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
