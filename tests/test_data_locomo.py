@@ -18,7 +18,28 @@ def test_image_turns_carry_their_caption_before_the_text(locomo):
         "[Image: a photo of a dog walking past a wall with a painting of a woman] "
         "The transgender stories were so inspiring! I was so happy and thankful for all the support."
     )
-    assert locomo.report["image_turns_captioned"] == 1226
+    assert locomo.report["image_turns_captioned"] == 910
+
+
+def test_only_turns_with_an_image_url_get_their_caption_as_the_reference_loader(data_root, locomo):
+    """The paper's loader adds the caption when a turn has both img_url and blip_caption: 316
+    turns carry a caption without a url and keep their plain text (the old rule captioned them)."""
+    import json
+
+    from eval.data.locomo import load_locomo
+
+    old = load_locomo(data_root, allow_download=False, caption_rule="caption")
+    raw = {t["dia_id"] + "@" + s["sample_id"]: t for s in json.loads((data_root / "locomo" / "locomo10.json").read_text())
+           for key, v in s["conversation"].items() if isinstance(v, list) for t in v}
+    differ = [(a, b) for sa, sb in zip(locomo.samples, old.samples) for a, b in zip(sa.turns, sb.turns)
+              if a.text != b.text]
+    assert len(differ) == 316 == locomo.report["captions_without_image_url"]
+    assert old.report["image_turns_captioned"] == 1226
+    sample_of = {t.id + "@" + s.id: t for s in locomo.samples for t in s.turns}
+    for new_turn, old_turn in differ:
+        record = next(raw[k] for k, t in sample_of.items() if t is new_turn)
+        assert "img_url" not in record and new_turn.text == record["text"]
+        assert old_turn.text == f"[Image: {record['blip_caption']}] {record['text']}"
 
 
 def test_turns_carry_session_and_timestamp(locomo):

@@ -22,7 +22,8 @@ def _locomo(root: Path, cfg: Mapping[str, Any]) -> Dataset:
     from eval.data.locomo import load_locomo
 
     return load_locomo(root, file=cfg.get("file") or "locomo/locomo10.json",
-                       allow_download=bool(cfg.get("download", True)))
+                       allow_download=bool(cfg.get("download", True)),
+                       caption_rule=str(cfg.get("caption_rule") or "reference"))
 
 
 def _hotpotqa(root: Path, cfg: Mapping[str, Any]) -> Dataset:

@@ -10,6 +10,8 @@ from eval.data.locomo_layout import load_layout_file
 DEFAULT_FILE = "locomo/locomo10.json"
 
 
-def load_locomo(root: Path, file: str = DEFAULT_FILE, allow_download: bool = True) -> Dataset:
-    """The ten conversations, image turns captioned, evidence ids cleaned (see the report)."""
-    return load_layout_file("locomo", root, file, allow_download)
+def load_locomo(root: Path, file: str = DEFAULT_FILE, allow_download: bool = True,
+                caption_rule: str = "reference") -> Dataset:
+    """The ten conversations, image turns captioned (``caption_rule``), evidence ids cleaned
+    (see the report)."""
+    return load_layout_file("locomo", root, file, allow_download, caption_rule)

@@ -39,7 +39,8 @@ def chunk_record(index: int, turns: list[dict[str, str]], qa: list[dict[str, Any
             "qa": qa}
 
 
-def load_layout_file(name: str, root: Path, file: str, allow_download: bool = True) -> Dataset:
+def load_layout_file(name: str, root: Path, file: str, allow_download: bool = True,
+                     caption_rule: str = "reference") -> Dataset:
     """A dataset stored in LoCoMo layout under the data root (LoCoMo, ``hotpot_200.json``)."""
     from eval.data.contract import Dataset
     from eval.data.io import read_json
@@ -47,17 +48,27 @@ def load_layout_file(name: str, root: Path, file: str, allow_download: bool = Tr
 
     path = resolve(file, root, allow_download=allow_download)
     report: Counter = Counter()
-    samples = parse_locomo_layout(read_json(path), source=str(path), report=report)
+    samples = parse_locomo_layout(read_json(path), source=str(path), report=report, caption_rule=caption_rule)
     return Dataset(name, samples, report, {file: file_sha256(path)})
 
 
-def parse_locomo_layout(records: Any, source: str, report: Counter) -> list[Sample]:
+#: how an image turn's caption enters its text. ``reference``: only when the turn has both
+#: ``img_url`` and ``blip_caption`` (the paper's loader; 910 LoCoMo turns); ``caption``: whenever
+#: ``blip_caption`` exists (this project's earlier rule; 316 more turns, which changed the first
+#: K-Means split of a 250-turn run and every retrieval after it)
+CAPTION_RULES = ("reference", "caption")
+
+
+def parse_locomo_layout(records: Any, source: str, report: Counter,
+                        caption_rule: str = "reference") -> list[Sample]:
     """Samples from a list of LoCoMo-layout records (``sample_id``, ``conversation``, ``qa``)."""
+    if caption_rule not in CAPTION_RULES:
+        raise DataError(f"unknown data.caption_rule {caption_rule!r}; valid: {', '.join(CAPTION_RULES)}")
     if not isinstance(records, list):
         raise DataError(f"{source}: expected a JSON list of samples, got {type(records).__name__}")
     if not records:
         raise DataError(f"{source}: the file holds no samples")
-    return [_parse_sample(rec, i, source, report) for i, rec in enumerate(records)]
+    return [_parse_sample(rec, i, source, report, caption_rule) for i, rec in enumerate(records)]
 
 
 def _require(mapping: Any, key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -72,12 +83,12 @@ def _require(mapping: Any, key: str, where: str, kind: type | tuple[type, ...]) 
     return value
 
 
-def _parse_sample(rec: Any, index: int, source: str, report: Counter) -> Sample:
+def _parse_sample(rec: Any, index: int, source: str, report: Counter, caption_rule: str) -> Sample:
     where = f"{source}: sample {index}"
     sample_id = str(_require(rec, "sample_id", where, (str, int)))
     where = f"{source}: sample {sample_id}"
     conversation = _require(rec, "conversation", where, dict)
-    turns = _parse_turns(conversation, where, report)
+    turns = _parse_turns(conversation, where, report, caption_rule)
     if not turns:
         raise DataError(f"{where}: the conversation has no turns")
     known_ids = {t.id for t in turns}
@@ -91,7 +102,7 @@ def _parse_sample(rec: Any, index: int, source: str, report: Counter) -> Sample:
     return Sample(id=sample_id, turns=tuple(turns), questions=tuple(questions))
 
 
-def _parse_turns(conversation: dict, where: str, report: Counter) -> list[Turn]:
+def _parse_turns(conversation: dict, where: str, report: Counter, caption_rule: str) -> list[Turn]:
     sessions = sorted(
         (int(m.group(1)), key) for key in conversation if (m := _SESSION_KEY.fullmatch(key))
     )
@@ -108,11 +119,15 @@ def _parse_turns(conversation: dict, where: str, report: Counter) -> list[Turn]:
             speaker = _require(item, "speaker", turn_where, str)
             dia_id = _require(item, "dia_id", turn_where, str)
             text = _require(item, "text", turn_where, str)
-            caption = item.get("blip_caption")
-            if caption:
-                # as the paper's loader builds image turns
-                text = f"[Image: {caption}] {text}"
-                report["image_turns_captioned"] += 1
+            if "blip_caption" in item:
+                has_image = "img_url" in item
+                if not has_image:
+                    report["captions_without_image_url"] += 1
+                if has_image or caption_rule == "caption":
+                    # as the paper's loader builds image turns: caption first, the text after it
+                    caption = f"[Image: {item['blip_caption']}]"
+                    text = f"{caption} {text}" if text else caption
+                    report["image_turns_captioned"] += 1
             turns.append(Turn(id=dia_id, speaker=speaker, text=text, timestamp=timestamp,
                               session=key))
     return turns
