@@ -26,7 +26,7 @@ from clag.embed import Embedder
 from clag.index import VectorIndex
 from clag.llm.client import LLMClient
 from clag.notes import MemoryNote, NoteMemory
-from clag.prompts import profile_prompt, profile_schema
+from clag.prompts import profile_schema
 from clag.retrieval import two_stage_search
 from clag.router import ROUTE_FUNCTIONS, ROUTERS, RouteDecision
 from clag.types import Turn
@@ -121,7 +121,7 @@ class CLAGMemory(NoteMemory):
             nearest = cl.nearest_members(vectors, cluster.centroid, self.profile_samples)
             samples = [(self.notes[cluster.members[i]].content, self.notes[cluster.members[i]].context,
                         self.notes[cluster.members[i]].tags) for i in nearest]
-            _, raw = self._call(profile_prompt(samples), profile_schema(self.bounded), "profile",
+            _, raw = self._call(self.prompts.profile(samples), profile_schema(self.bounded), "profile",
                                 temperature=self.profile_temperature)
             if not cl.apply_profile(cluster, cl.parse_profile(raw)):
                 self.profile_failures += 1

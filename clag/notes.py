@@ -24,12 +24,10 @@ from clag.embed import Embedder
 from clag.index import VectorIndex
 from clag.llm.client import LLMClient
 from clag.llm.types import Request
+from clag.prompt_sets import OwnPrompts, PromptSet
 from clag.prompts import (
-    analysis_prompt,
     analysis_schema,
-    evolution_prompt,
     evolution_schema,
-    keywords_prompt,
     keywords_schema,
     neighbour_line,
 )
@@ -104,9 +102,17 @@ class NoteMemory:
         link_limit: int | None = None,
         context_separator: str = "\t",
         max_tokens: int = 1000,
+        prompts: PromptSet | None = None,
+        evolution_key_order: str = "project",
     ) -> None:
         if global_doc_format not in GLOBAL_DOC_FORMATS:
             raise ValueError(f"global_doc_format must be one of {GLOBAL_DOC_FORMATS}")
+        if evolution_key_order not in ("project", "reference"):
+            raise ValueError("evolution_key_order must be project or reference")
+        #: the wording of every call (own or the reference's templates: clag.prompt_sets)
+        self.prompts: PromptSet = prompts or OwnPrompts()
+        #: under constrained decoding the schema's key order is the order the model writes in
+        self.evolution_key_order = evolution_key_order
         self.embedder = embedder
         self.llm = llm
         self.content_format = content_format
@@ -148,7 +154,7 @@ class NoteMemory:
         self.llm.prefetch([self._analysis_request(content) for content in contents])
 
     def _analysis_request(self, content: str) -> Request:
-        return Request(prompt=analysis_prompt(content), json_schema=analysis_schema(self.bounded),
+        return Request(prompt=self.prompts.analysis(content), json_schema=analysis_schema(self.bounded),
                        temperature=0.7, max_tokens=self.max_tokens, tag="note")
 
     def make_note(self, turn: Turn) -> MemoryNote:
@@ -161,8 +167,8 @@ class NoteMemory:
         block = "".join(neighbour_line(i, self.notes[i].timestamp, self.notes[i].content,
                                        self.notes[i].context, self.notes[i].keywords, self.notes[i].tags)
                         for i in neighbours)
-        prompt = evolution_prompt(note.context, note.content, note.keywords, block, len(neighbours))
-        parsed, _ = self._call(prompt, evolution_schema(self.bounded), "evolve")
+        prompt = self.prompts.evolution(note.context, note.content, note.keywords, block, len(neighbours))
+        parsed, _ = self._call(prompt, evolution_schema(self.bounded, self.evolution_key_order), "evolve")
         decision: dict[str, Any] = {"note": len(self.notes), "neighbours": list(neighbours),
                                     "parsed": parsed is not None}
         if parsed is None or parsed.get("should_evolve") is not True:
@@ -191,7 +197,7 @@ class NoteMemory:
 
     def query_keywords(self, question: str) -> str:
         """The retrieval query: the keyword string, or the raw reply when it does not parse."""
-        parsed, raw = self._call(keywords_prompt(question, self.keyword_separator),
+        parsed, raw = self._call(self.prompts.query_keywords(question, self.keyword_separator),
                                  keywords_schema(self.bounded), "keywords")
         if parsed is not None and isinstance(parsed.get("keywords"), str):
             return parsed["keywords"]

@@ -69,17 +69,29 @@ def analysis_prompt(content: str) -> str:
 # ---------------------------------------------------------------------------- evolution
 
 
-def evolution_schema(bounded: bool = True) -> dict[str, Any]:
+#: the order the reference's schema lists the evolution fields in (``new_context_neighborhood``
+#: before ``tags_to_update``); under constrained decoding that is the order the model writes them
+REFERENCE_EVOLUTION_ORDER = ("should_evolve", "actions", "suggested_connections", "new_context_neighborhood",
+                             "tags_to_update", "new_tags_neighborhood")
+
+
+def evolution_schema(bounded: bool = True, key_order: str = "project") -> dict[str, Any]:
+    """``key_order="reference"`` lists the fields in the reference schema's order."""
     word = text_field(bounded, 40)
     sentence = text_field(bounded, 300)
-    return object_of({
+    fields = {
         "should_evolve": {"type": "boolean"},
         "actions": array_of(text_field(bounded, 20), bounded, 2),
         "suggested_connections": array_of({"type": "integer"}, bounded, 5),
         "tags_to_update": array_of(word, bounded, 8),
         "new_context_neighborhood": array_of(sentence, bounded, 5),
         "new_tags_neighborhood": array_of(array_of(word, bounded, 8), bounded, 5),
-    })
+    }
+    if key_order == "reference":
+        fields = {name: fields[name] for name in REFERENCE_EVOLUTION_ORDER}
+    elif key_order != "project":
+        raise ValueError(f"key_order must be project or reference, not {key_order!r}")
+    return object_of(fields)
 
 
 def neighbour_line(index: int, timestamp: str, content: str, context: str,
@@ -246,3 +258,36 @@ def selection_prompt(query: str, query_tags: Sequence[str], candidates_text: str
         "Candidate clusters:\n"
         f"{candidates_text}"
     )
+
+
+# ---------------------------------------------------------------------------- answers
+
+
+def answer_prompt(category: int, context: str, question: str, options: tuple[str, str] | None = None) -> str:
+    """The paper's answer prompt for a question category: a short phrase in the context's words
+    (1, 3, 4), the approximate date (2), the two-option choice (5: ``options`` in their order),
+    the list format (6)."""
+    q = question
+    if category == 5:
+        if options is None:
+            raise ValueError("a category-5 answer prompt needs its two options")
+        first, second = options
+        return (f"Given the context: {context}, answer this question. {q}\n\n"
+                f"Choose the right answer: {first} or {second} Short answer:")
+    if category == 2:
+        return (f"Given the context: {context}, answer the question below. Use the DATE of the "
+                "CONVERSATION to give an approximate date.\nKeep the answer as short as possible, "
+                "reuse the conversation's own words where you can, and leave out any subject.\n\n"
+                f"Question: {q} Short answer:")
+    if category == 6:
+        return ("Answer the question from the context below.\n\n"
+                "This is a LIST question:\n"
+                "- Give EVERY distinct answer item that the context supports.\n"
+                "- Separate the items with semicolons, using the context's EXACT words where possible.\n"
+                "- Use exactly this format: item1 ; item2 ; item3\n"
+                "- No numbering, commas, bullet points or any other text.\n"
+                "- With a single item, output only that item.\n\n"
+                f"Context:\n{context}\n\nQuestion: {q}\nAnswer:")
+    return (f"Given the context: {context}, give a short-phrase answer to the question below, "
+            "reusing the context's exact words wherever possible.\n\n"
+            f"Question: {q} Short answer:")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clag.clusters import squared_distances
-from clag.prompts import selection_prompt, selection_schema
-from clag.router import candidates_text
+from clag.prompts import selection_schema
+from clag.router import cluster_candidates
 
 if TYPE_CHECKING:
     from clag.memory import CLAGMemory
@@ -25,8 +25,8 @@ def select_clusters(memory: CLAGMemory, query: str, query_tags: list[str]) -> tu
     vector = memory.embedder.encode_one(f"{query} {' '.join(query_tags)}")
     ranked = squared_distances(vector, list(memory.clusters.values()))
     candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
-    prompt = selection_prompt(query, query_tags, candidates_text(memory, candidates, with_size=False),
-                              memory.selection_top_n)
+    prompt = memory.prompts.selection(query, query_tags, cluster_candidates(memory, candidates),
+                                      memory.selection_top_n)
     schema = selection_schema(memory.bounded, memory.selection_top_n,
                               candidates if memory.constrain_cluster_ids else None)
     parsed, _ = memory._call(prompt, schema, "select", temperature=memory.selection_temperature)

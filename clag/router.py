@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from clag.clusters import cosine, squared_distances
-from clag.prompts import REFERENCE_ROUTE_EXAMPLE, cluster_block, route_prompt, route_schema
+from clag.prompt_sets import ClusterCandidate
+from clag.prompts import REFERENCE_ROUTE_EXAMPLE, route_schema
 
 if TYPE_CHECKING:
     from clag.memory import CLAGMemory
@@ -42,24 +43,25 @@ class RouteDecision:
         return asdict(self)
 
 
-def candidates_text(memory: CLAGMemory, cluster_ids: Sequence[str], with_size: bool) -> str:
+def cluster_candidates(memory: CLAGMemory, cluster_ids: Sequence[str]) -> list[ClusterCandidate]:
+    """The candidates as routing and selection prompts show them (each prompt set words them)."""
     contents = [n.content for n in memory.notes]
-    blocks = []
+    out = []
     for cid in cluster_ids:
         c = memory.clusters[cid]
-        blocks.append(cluster_block(cid, c.summary, c.tags, c.examples(contents, 3, memory.snippet_chars),
-                                    len(c.members) if with_size else None))
-    return "\n".join(blocks)
+        out.append(ClusterCandidate(cid, len(c.members), c.summary, tuple(c.tags),
+                                    tuple(c.examples(contents, 3, memory.snippet_chars))))
+    return out
 
 
 def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
     position = len(memory.notes)
     ranked = squared_distances(vector, list(memory.clusters.values()))
     candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
-    prompt = route_prompt(note.content, note.context, note.tags,
-                          candidates_text(memory, candidates, with_size=True),
-                          example_id=REFERENCE_ROUTE_EXAMPLE if memory.route_example_id is None
-                          else memory.route_example_id)
+    prompt = memory.prompts.route(note.content, note.context, note.tags,
+                                  cluster_candidates(memory, candidates),
+                                  example_id=REFERENCE_ROUTE_EXAMPLE if memory.route_example_id is None
+                                  else memory.route_example_id)
     schema = route_schema(memory.bounded, candidates if memory.constrain_cluster_ids else None)
     parsed, _ = memory._call(prompt, schema, "route", temperature=memory.route_temperature)
     choice = parsed.get("choice") if parsed is not None else None

@@ -17,6 +17,7 @@ from typing import Any
 
 from clag.llm.client import LLMClient
 from clag.llm.types import Request
+from clag.prompt_sets import OwnPrompts, PromptSet
 from clag.types import Question, Retrieval
 from eval.methods import Answer
 
@@ -39,37 +40,20 @@ def category5_options(question: Question, seed: int) -> tuple[str, str]:
     return question.answer, NOT_MENTIONED_OPTION
 
 
-def answer_prompt(question: Question, context: str, seed: int = 42) -> str:
-    q = question.text
-    if question.category == 5:
-        first, second = category5_options(question, seed)
-        return (f"Given the context: {context}, answer this question. {q}\n\n"
-                f"Choose the right answer: {first} or {second} Short answer:")
-    if question.category == 2:
-        return (f"Given the context: {context}, answer the question below. Use the DATE of the "
-                "CONVERSATION to give an approximate date.\nKeep the answer as short as possible, "
-                "reuse the conversation's own words where you can, and leave out any subject.\n\n"
-                f"Question: {q} Short answer:")
-    if question.category == 6:
-        return ("Answer the question from the context below.\n\n"
-                "This is a LIST question:\n"
-                "- Give EVERY distinct answer item that the context supports.\n"
-                "- Separate the items with semicolons, using the context's EXACT words where possible.\n"
-                "- Use exactly this format: item1 ; item2 ; item3\n"
-                "- No numbering, commas, bullet points or any other text.\n"
-                "- With a single item, output only that item.\n\n"
-                f"Context:\n{context}\n\nQuestion: {q}\nAnswer:")
-    return (f"Given the context: {context}, give a short-phrase answer to the question below, "
-            "reusing the context's exact words wherever possible.\n\n"
-            f"Question: {q} Short answer:")
+def answer_prompt(question: Question, context: str, seed: int = 42, prompts: PromptSet | None = None) -> str:
+    """The question's prompt in the given prompt set (this project's wording by default)."""
+    options = category5_options(question, seed) if question.category == 5 else None
+    return (prompts or OwnPrompts()).answer(question.category, context, question.text, options)
 
 
 class PaperAnswerer:
     """Answers a question from a retrieval with the paper's prompts, through the LLM client."""
 
     def __init__(self, client: LLMClient, seed: int = 42, temperature: float = 0.7,
-                 temperature_c5: float = 0.5, max_tokens: int = 1000, bounded_schema: bool = True) -> None:
+                 temperature_c5: float = 0.5, max_tokens: int = 1000, bounded_schema: bool = True,
+                 prompts: PromptSet | None = None) -> None:
         self.client = client
+        self.prompts = prompts or OwnPrompts()
         self.seed = seed
         self.temperature = temperature
         self.temperature_c5 = temperature_c5
@@ -78,7 +62,7 @@ class PaperAnswerer:
 
     def request(self, question: Question, retrieval: Retrieval) -> Request:
         temperature = self.temperature_c5 if question.category == 5 else self.temperature
-        return Request(prompt=answer_prompt(question, retrieval.context, self.seed),
+        return Request(prompt=answer_prompt(question, retrieval.context, self.seed, self.prompts),
                        json_schema=self.schema, temperature=temperature,
                        max_tokens=self.max_tokens, tag="answer")
 

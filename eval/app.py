@@ -66,6 +66,7 @@ def execute(cfg: DictConfig) -> Path:
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         env = environment({"run": resolved["seed"]})
         env["data"] = dataset.summary()
+        env["profile"] = resolved.get("profile")
         if resolved.get("llm"):
             from clag.llm.models import decoding_report
 

@@ -29,7 +29,7 @@ commands:
   data verify [overrides…]         load every dataset, check checksums, print one line each
   data export data=NAME out=FILE   write the samples exactly as memory systems see them
   score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
-  tables [--runs DIR] [--out DIR]  paper tables beside the published numbers, CIs, plots
+  tables [--runs DIR] [--out DIR] [--profile P]  paper tables beside the published numbers, CIs, plots
   doctor [overrides…]              check packages, models, data, GPU and server; say what to fix
 
 add --debug to any command to see full tracebacks."""
@@ -135,13 +135,15 @@ def tables(args: list[str]) -> int:
     parser.add_argument("--runs", type=Path, default=Path("results/runs"), help="run directories root")
     parser.add_argument("--out", type=Path, default=Path("results/tables"), help="where tables go")
     parser.add_argument("--llm", help="only runs of this llm (default: one set of tables per llm)")
+    parser.add_argument("--profile", default="robust",
+                        help="the profile whose runs the paper tables show (robust, reference)")
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for CIs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plots", action="store_true")
     ns = parser.parse_args(args)
     if not ns.runs.is_dir():
         raise ConfigError(f"no run directories under {ns.runs}: run `python -m eval run …` first")
-    built = build_tables(ns.runs, ns.llm, resamples=ns.bootstrap, seed=ns.seed)
+    built = build_tables(ns.runs, ns.llm, resamples=ns.bootstrap, seed=ns.seed, profile=ns.profile)
     if not built:
         raise ConfigError(f"no complete run under {ns.runs}" + (f" for llm={ns.llm}" if ns.llm else ""))
     written = write_tables(built, ns.out)

@@ -51,7 +51,16 @@ def _accepted_kwargs(target: str, offered: dict[str, Any]) -> dict[str, Any]:
     import inspect
 
     module, _, name = target.rpartition(".")
-    params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    cls = getattr(importlib.import_module(module), name)
+    params: set[str] = set()
+    for klass in getattr(cls, "__mro__", (cls,)):      # a **kwargs constructor forwards to its base
+        init = getattr(klass, "__init__", None) if isinstance(cls, type) else cls
+        if init is None or init is object.__init__:
+            continue
+        signature = inspect.signature(init)
+        params.update(signature.parameters)
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()):
+            break
     return {k: v for k, v in offered.items() if k in params}
 
 
@@ -67,6 +76,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     from clag.llm.models import build_client, decoding_report
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
+    from eval.prompt_source import build_prompt_set
 
     if not cfg.get("llm"):
         raise ConfigError(f"method {cfg['method']['name']!r} needs an LLM to answer: add llm=<name>")
@@ -77,20 +87,29 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
                           micro_batch=concurrency if concurrent else None, progress=bool(cfg.get("progress")))
     client.prefetch_chunk = int((cfg.get("batching") or {}).get("prefetch_chunk", client.prefetch_chunk))
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
+    profile = dict(cfg.get("profile") or {})
+    prompt_set = build_prompt_set(profile, cfg.get("data"))
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
     else:
-        answerer = PaperAnswerer(client, seed=int(cfg["seed"]), **cfg["answer"])
+        answerer = PaperAnswerer(client, seed=int(cfg["seed"]), prompts=prompt_set, **cfg["answer"])
     memory_cfg = dict(cfg["method"]["memory"])
     shared = _accepted_kwargs(memory_cfg["_target_"], {
         "embedder": embedder, "llm": client, "content_format": cfg["data"].get("content_format", "reference"),
-        "seed": int(cfg["seed"])})
+        "seed": int(cfg["seed"]), "prompts": prompt_set})
+    # GAM's and MemoryOS's own calls keep this project's wording under every profile: their
+    # references are other repositories, not the CLAG files the reference prompt set reads
+    uses_prompt_set = "prompts" in shared or not cfg["method"].get("answerer")
+    prompt_identity = prompt_set.identity if uses_prompt_set else None
 
     def make_memory(sample: Sample) -> MemorySystem:
         return instantiate(memory_cfg, **shared)
 
     def ledger_report() -> dict[str, Any]:
         report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
+                  "profile": profile.get("name"), "prompt_set": prompt_identity,
+                  "prompt_files": ([str(f) for f in getattr(prompt_set, "files", ())]
+                                   if uses_prompt_set else []),
                   "decoding": decoding_report(cfg["llm"], client.backend), **ledger.to_dict()}
         sizes = list(getattr(client.backend, "batch_sizes", ()))
         if sizes:       # what the micro-batcher merged (backend calls, requests per call)

@@ -208,10 +208,22 @@ def write_status(run_dir: Path, state: str, **details: Any) -> None:
     write_json(run_dir / "status.json", {"state": state, "time": time.time(), **details})
 
 
+#: the profile whose runs are filed under the plain method name; others add ``@<profile>``
+DEFAULT_PROFILE = "robust"
+
+
+def method_label(method: str, profile: str | None) -> str:
+    """``clag`` under the default profile, ``clag@reference`` under another: runs of different
+    profiles never share a directory, a row or a table column."""
+    return method if not profile or profile == DEFAULT_PROFILE else f"{method}@{profile}"
+
+
 def describe(cfg: Mapping[str, Any]) -> dict[str, str]:
     """The names a run directory is filed under."""
     method = cfg.get("method") or {}
     llm = cfg.get("llm") or {}
-    return {"data": str(cfg["data"]["name"]), "method": str(method.get("name", "none")),
+    profile = (cfg.get("profile") or {}).get("name")
+    return {"data": str(cfg["data"]["name"]),
+            "method": method_label(str(method.get("name", "none")), profile),
             "llm": str(llm.get("name", "none"))}
 

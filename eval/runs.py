@@ -22,6 +22,18 @@ class RunRecord:
     def key(self) -> tuple[str, str, str]:
         return self.method, self.data, self.llm
 
+    @property
+    def profile(self) -> str:
+        """The run's profile: ``robust`` unless its method directory says ``<method>@<profile>``."""
+        return self.method.partition("@")[2] or "robust"
+
+    @property
+    def prompt_set(self) -> str | None:
+        try:
+            return self.ledger.get("prompt_set")
+        except (OSError, ValueError):
+            return None
+
     def _json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text(encoding="utf-8"))
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.runner import DEFAULT_PROFILE, method_label
 from eval.runs import RunRecord, find_runs, latest_runs
 from eval.stats import Interval, paired_difference
 
@@ -113,18 +114,22 @@ def read_published(name: str, paper_dir: Path = PAPER_DIR) -> list[dict[str, str
 
 def _versus_reference(runs: dict, method: str, data: str, llm: str, metric: str,
                       resamples: int, seed: int) -> Interval | None:
-    run, reference = runs.get((method, data, llm)), runs.get((REFERENCE_METHOD, data, llm))
-    if run is None or reference is None or method == REFERENCE_METHOD:
+    baseline = method_label(REFERENCE_METHOD, method.partition("@")[2] or None)
+    run, reference = runs.get((method, data, llm)), runs.get((baseline, data, llm))
+    if run is None or reference is None or method == baseline:
         return None
     return paired_difference(run.per_question(metric), reference.per_question(metric), resamples, seed)
 
 
 def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str,
-                paper_dir: Path = PAPER_DIR, resamples: int = 2000, seed: int = 0) -> Table:
+                paper_dir: Path = PAPER_DIR, resamples: int = 2000, seed: int = 0,
+                profile: str = DEFAULT_PROFILE) -> Table:
+    """The published table beside the runs of one profile (``clag@reference`` under ``reference``):
+    runs of different profiles never share a column."""
     title, file, metrics = PAPER_TABLES[name]
     rows, missing, used = [], 0, set()
     for published in read_published(file, paper_dir):
-        method, data = published["method"], published["data"]
+        method, data = method_label(published["method"], profile), published["data"]
         used.add((method, data))
         run = runs.get((method, data, llm))
         for metric in metrics:
@@ -136,6 +141,10 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
                          None if reproduced is None else reproduced - paper_value,
                          _versus_reference(runs, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
+    used_runs = [r for (m, d) in used if (r := runs.get((m, d, llm))) is not None]
+    identities = sorted({r.prompt_set or "unrecorded" for r in used_runs})
+    notes.append(f"profile: {profile}; prompt set(s) of these runs: {', '.join(identities) or 'none'}"
+                 + (" — the runs used DIFFERENT prompt sets" if len(identities) > 1 else ""))
     if missing:
         notes.append(f"{missing} cell(s) have no complete run (—).")
     if name == "bioasq_retrieval":
@@ -209,13 +218,14 @@ def cost(runs: dict, llm: str) -> Table:
 
 
 def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPER_DIR,
-                 resamples: int = 2000, seed: int = 0) -> dict[str, list[Table]]:
-    """Tables per LLM found among the runs (or only ``llm``)."""
+                 resamples: int = 2000, seed: int = 0,
+                 profile: str = DEFAULT_PROFILE) -> dict[str, list[Table]]:
+    """Tables per LLM found among the runs (or only ``llm``), paper tables from one profile's runs."""
     runs = latest_runs(find_runs(runs_root))
     llms = sorted({key[2] for key in runs}) if llm is None else [llm]
     out: dict[str, list[Table]] = {}
     for name in llms:
-        tables = [paper_table(t, runs, name, paper_dir, resamples, seed) for t in PAPER_TABLES]
+        tables = [paper_table(t, runs, name, paper_dir, resamples, seed, profile) for t in PAPER_TABLES]
         tables += [locomo_categories(runs, name), retrieval_all(runs, name), cost(runs, name)]
         out[name] = tables
     return out

@@ -56,6 +56,7 @@ EXPECTED_ABLATION = """### Clustering ablation on BioASQ (tiny)
 | CLAG (agentic) | bioasq | BLEU-1 | 100.00 | 17.23 | 82.77 | — |
 
 - Reproduced with llm=tiny; published values use Qwen3-0.6B.
+- profile: robust; prompt set(s) of these runs: unrecorded
 - 2 cell(s) have no complete run (—).
 - vs CLAG: paired bootstrap mean difference over shared questions, 95% CI.
 - run used: clag/bioasq: 20260101-000000-aaaa (4 questions)
@@ -144,3 +145,16 @@ def test_wandb_disabled_is_a_no_op_and_offline_writes_local_files(tmp_path):
     assert log_run({"name": "none"}, resolved, tmp_path, metrics, ledger) is None
     assert log_run({"name": "wandb", "mode": "offline", "project": "t"}, resolved, tmp_path, metrics, ledger)
     assert list((tmp_path / "wandb").glob("offline-run-*"))
+
+
+def test_runs_of_another_profile_fill_their_own_column_and_the_note_names_it(runs_root):
+    """clag@reference runs never stand in for robust ones, and the other way round."""
+    make_run(runs_root, "bioasq", "clag@reference", "tiny", "20260101-000000-cccc", ["x"] * 4, ["x y"] * 4)
+    runs = latest_runs(find_runs(runs_root))
+    robust = paper_table("clustering_ablation", runs, "tiny", resamples=200)
+    reference = paper_table("clustering_ablation", runs, "tiny", resamples=200, profile="reference")
+    assert [r[3] for r in robust.rows if r[0] == "CLAG (agentic)"][0] == 100.0
+    assert [r[3] for r in reference.rows if r[0] == "CLAG (agentic)"][0] == 66.67 or \
+        round([r[3] for r in reference.rows if r[0] == "CLAG (agentic)"][0], 2) == 66.67
+    assert [r[3] for r in reference.rows if r[0] == "Cosine-based clustering"][0] is None
+    assert any(n.startswith("profile: reference;") for n in reference.notes)
