@@ -221,7 +221,10 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 def dispatch(argv: list[str]) -> int:
     debug = "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    if not argv:                      # nothing asked: the usage, as an error (scripts see it)
+        print(USAGE, file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0
     key = " ".join(argv[:2]) if argv[0] == "data" else argv[0]

@@ -130,3 +130,16 @@ def test_doctor_reports_what_is_ready_and_what_to_fix(data_root, tmp_path):
     assert broken.returncode == 1
     assert "FAIL  data locomo" in broken.stdout and "FAIL  llm smollm2-135m" in broken.stdout
     assert "llm.path /nowhere.gguf does not exist" in broken.stdout
+
+
+def test_a_bare_command_prints_the_usage_and_fails():
+    proc = subprocess.run([sys.executable, "-m", "eval"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: python -m eval")
+
+
+def test_a_mistyped_data_root_is_refused_and_never_created(tmp_path):
+    missing = tmp_path / "no-such-root"
+    proc = cli("data", "verify", f"data.root={missing}", check=False)
+    assert proc.returncode == 1 or proc.returncode == 2
+    assert f"data root {missing} (from data.root) does not exist" in proc.stdout + proc.stderr
+    assert not missing.exists()

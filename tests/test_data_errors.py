@@ -78,7 +78,10 @@ def test_a_data_root_that_is_a_file_is_refused(tmp_path):
 def test_data_root_falls_back_to_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAG_BENCH_DATA", str(tmp_path))
     assert data_root(None) == tmp_path
+    (tmp_path / "explicit").mkdir()
     assert data_root(tmp_path / "explicit") == tmp_path / "explicit"
+    with pytest.raises(DataError, match="does not exist"):     # a typo is not a new data root
+        data_root(tmp_path / "typo")
 
 
 def test_unknown_dataset_lists_the_valid_ones():

@@ -56,6 +56,9 @@ def data_root(configured: str | os.PathLike[str] | None = None) -> Path:
         return default_cache_root()
     if root.exists() and not root.is_dir():
         raise DataError(f"data root {root} (from {origin}) is a file, not a folder")
+    if not root.exists():      # a mistyped root is an error, never a new folder to download into
+        raise DataError(f"data root {root} (from {origin}) does not exist: create it, or point {origin} "
+                        "at the folder holding locomo/, hotpotqa/ and bioasq/")
     return root
 
 
