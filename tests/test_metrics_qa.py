@@ -69,3 +69,11 @@ def test_retrieval_metrics_are_none_without_evidence_or_ranking():
     assert score_prediction("a", "a", 4, ["x"], [])["e_f1"] is None
     assert score_prediction("a", "a", 4, None, ["x"])["recall@10"] is None
     assert score_prediction("a", "a", 4, ["x"], ["x"])["recall@10"] == 1.0
+
+
+def test_rows_without_a_category_count_in_overall_only():
+    from eval.metrics import aggregate
+
+    result = aggregate([(None, {"f1": 1.0}), (2, {"f1": 0.0})])
+    assert result["overall"]["f1"]["mean"] == 0.5 and result["category_2"]["f1"]["count"] == 1
+    assert "category_None" not in result

@@ -22,13 +22,14 @@ def _means(rows: list[Mapping[str, float]]) -> dict[str, dict[str, float]]:
 
 
 def aggregate(scored: Iterable[tuple[int | None, Mapping[str, float]]]) -> dict[str, Any]:
-    """``scored`` yields (category, metric → value); returns overall and ``category_<n>`` means."""
+    """``scored`` yields (category, metric → value); returns overall and ``category_<n>`` means
+    (rows without a category count in ``overall`` only)."""
     by_category: dict[Any, list[Mapping[str, float]]] = defaultdict(list)
     everything: list[Mapping[str, float]] = []
     for category, metrics in scored:
         everything.append(metrics)
         by_category[category].append(metrics)
     result: dict[str, Any] = {"questions": len(everything), "overall": _means(everything)}
-    for category in sorted(by_category, key=lambda c: (c is None, c)):
+    for category in sorted(c for c in by_category if c is not None):
         result[f"category_{category}"] = _means(by_category[category])
     return result
