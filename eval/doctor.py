@@ -41,23 +41,29 @@ def packages() -> list[Check]:
     return checks
 
 
+class _Served(Exception):
+    """The model is behind a server: its check is the server's."""
+
+
 def models(llm_cfg: dict[str, Any]) -> list[Check]:
     from clag.embed import model_path
     from clag.llm.models import PACKAGED_MODELS, ModelFileError, model_location
 
     checks = []
     try:
+        if llm_cfg.get("backend") == "openai":
+            raise _Served      # one line for a served model: the server check's, never ok beside FAIL
         location = model_location(llm_cfg)
         packaged = llm_cfg.get("model") in PACKAGED_MODELS and not llm_cfg.get("path")
         if packaged or Path(location).exists():
             detail = f"{location} (sha256 verified)" if packaged else location
             checks.append(Check(f"llm {llm_cfg.get('name')}", "ok", detail))
-        elif llm_cfg.get("backend") == "openai":
-            checks.append(Check(f"llm {llm_cfg.get('name')}", "ok", f"served at {llm_cfg.get('base_url')}"))
         else:
             checks.append(Check(f"llm {llm_cfg.get('name')}", "warn",
                                 f"{location!r} is a hub id: it loads only with a model hub; offline, pass "
                                 "llm.path=<local GGUF file or HF folder>"))
+    except _Served:
+        pass
     except ModelFileError as exc:
         checks.append(Check(f"llm {llm_cfg.get('name')}", "FAIL", str(exc)))
     embedder = model_path("all-MiniLM-L6-v2")
@@ -101,9 +107,9 @@ def server(llm_cfg: dict[str, Any]) -> list[Check]:
     url = str(llm_cfg.get("base_url", "")).rstrip("/") + "/models"
     try:
         with urllib.request.urlopen(url, timeout=5):
-            return [Check("llm server", "ok", url)]
+            return [Check(f"llm {llm_cfg.get('name')}", "ok", f"served at {url}")]
     except (urllib.error.URLError, OSError) as exc:
-        return [Check("llm server", "FAIL",
+        return [Check(f"llm {llm_cfg.get('name')}", "FAIL",
                       f"{url} unreachable ({exc}); start the server or fix llm.base_url")]
 
 

@@ -143,3 +143,15 @@ def test_a_mistyped_data_root_is_refused_and_never_created(tmp_path):
     assert proc.returncode == 1 or proc.returncode == 2
     assert f"data root {missing} (from data.root) does not exist" in proc.stdout + proc.stderr
     assert not missing.exists()
+
+
+def test_doctor_reports_a_served_model_once_by_its_server(data_root):
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = cli("doctor", "llm.backend=openai", f"llm.base_url=http://127.0.0.1:{port}/v1", data_root=data_root,
+               check=False)
+    lines = [line for line in proc.stdout.splitlines() if "llm smollm2-135m" in line]
+    assert len(lines) == 1 and lines[0].startswith("FAIL"), proc.stdout
