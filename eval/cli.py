@@ -48,7 +48,10 @@ def compose(overrides: list[str]) -> Any:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name="config", overrides=overrides)
     except HydraException as exc:
-        raise ConfigError(str(exc).strip().splitlines()[0]) from exc
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        # Hydra says what failed first and why on the lines after it (e.g. "Key 'foo' is not in struct")
+        detail = next((line for line in lines[1:] if "not in struct" in line or "To append" in line), None)
+        raise ConfigError(lines[0] + (f" ({detail})" if detail else "")) from exc
     return OmegaConf.to_container(cfg, resolve=True)
 
 
@@ -203,6 +206,8 @@ def run(args: list[str]) -> int:
     from eval.app import FAILED_JOBS, SweepSummary, main
 
     check_group_choices(args)
+    if not any(a.startswith("-") for a in args):   # a single run: its config errors as one line, early
+        compose(args)
     sys.argv = ["python -m eval run", *args]
     main()
     return 1 if FAILED_JOBS or SweepSummary.failed else 0

@@ -105,6 +105,15 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     def make_memory(sample: Sample) -> MemorySystem:
         return instantiate(memory_cfg, **shared)
 
+    # one memory now, so a bad method option fails before any run directory exists
+    from hydra.errors import InstantiationException
+
+    try:
+        make_memory(None)  # type: ignore[arg-type]
+    except InstantiationException as exc:
+        cause = exc.__cause__ or exc
+        raise ConfigError(f"method {cfg['method']['name']!r}: {cause}") from None
+
     def ledger_report() -> dict[str, Any]:
         report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
                   "profile": profile.get("name"), "prompt_set": prompt_identity,

@@ -76,6 +76,7 @@ def test_score_prints_the_aggregate_and_writes_per_question_scores(tmp_path):
         (("run", "method=clg"), "error: unknown method 'clg' (did you mean 'clag'?); valid: amem, clag, clag_cosine,"),
         (("run", "method=rag", "llm=qwen"), "error: unknown llm 'qwen'; valid: qwen3-0.6b, smollm2-135m"),
         (("frobnicate",), "error: unknown command 'frobnicate'"),
+        (("run", "method=rag", "llm.foo=1"), "error: Could not override 'llm.foo'. (To append to your config use"),
     ],
 )
 def test_user_errors_are_one_line(args, message, tmp_path):
@@ -155,3 +156,12 @@ def test_doctor_reports_a_served_model_once_by_its_server(data_root):
                check=False)
     lines = [line for line in proc.stdout.splitlines() if "llm smollm2-135m" in line]
     assert len(lines) == 1 and lines[0].startswith("FAIL"), proc.stdout
+
+
+def test_a_bad_method_option_fails_before_any_run_directory_exists(data_root, tmp_path):
+    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "method.memory.retriever=bm26",
+               f"results_root={tmp_path / 'runs'}", "progress=false", data_root=data_root, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: method 'rag': retriever must be one of ('dense', 'bm25', 'hybrid'), not 'bm26'")
+    assert not (tmp_path / "runs").exists()
