@@ -28,6 +28,12 @@ class RunRecord:
         return self.method.partition("@")[2] or "robust"
 
     @property
+    def on_subset(self) -> bool:
+        """Whether the run used only part of its dataset (any ``data.subset.*`` option set)."""
+        subset = (self.config.get("data") or {}).get("subset") or {}
+        return any(value is not None for value in subset.values())
+
+    @property
     def prompt_set(self) -> str | None:
         try:
             return self.ledger.get("prompt_set")

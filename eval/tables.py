@@ -49,10 +49,23 @@ class Table:
 
 # ---------------------------------------------------------------------------- rendering
 
+#: the mark on a value from a run on a subset, beside a published full-dataset number
+SUBSET_MARK = "†"
+
+
+@dataclass(frozen=True)
+class OnSubset:
+    """A reproduced value (or its Δ) from a run on a subset (``data.subset.*``, smoke): shown
+    with :data:`SUBSET_MARK` in the cell itself, so it is never read as a reproduction."""
+
+    value: float
+
 
 def _cell(value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, OnSubset):
+        return f"{value.value:.2f}{SUBSET_MARK}"
     if isinstance(value, float):
         return f"{value:.2f}"
     if isinstance(value, Interval):
@@ -94,6 +107,8 @@ def to_csv(table: Table) -> str:
         for value in row:
             if value is None:
                 cells.append("")
+            elif isinstance(value, OnSubset):
+                cells.append(f"{value.value:.4f}{SUBSET_MARK}")
             elif isinstance(value, float):
                 cells.append(f"{value:.4f}")
             elif isinstance(value, Interval):
@@ -127,18 +142,22 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
     """The published table beside the runs of one profile (``clag@reference`` under ``reference``):
     runs of different profiles never share a column."""
     title, file, metrics = PAPER_TABLES[name]
-    rows, missing, used = [], 0, set()
+    rows, missing, used, marked = [], 0, set(), set()
     for published in read_published(file, paper_dir):
         method, data = method_label(published["method"], profile), published["data"]
         used.add((method, data))
         run = runs.get((method, data, llm))
+        subset = run is not None and run.on_subset
         for metric in metrics:
             reproduced = run.mean(metric) if run is not None else None
             paper_value = float(published[metric])
             if reproduced is None:
                 missing += 1
-            rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value,
-                         None if reproduced is None else reproduced - paper_value,
+            delta = None if reproduced is None else reproduced - paper_value
+            if subset and reproduced is not None and delta is not None:
+                reproduced, delta = OnSubset(reproduced), OnSubset(delta)
+                marked.add(f"{method}/{data}: {run.metrics['questions']} questions")
+            rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value, delta,
                          _versus_reference(runs, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
     used_runs = [r for (m, d) in used if (r := runs.get((m, d, llm))) is not None]
@@ -147,6 +166,9 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
                  + (" — the runs used DIFFERENT prompt sets" if len(identities) > 1 else ""))
     if missing:
         notes.append(f"{missing} cell(s) have no complete run (—).")
+    if marked:
+        notes.append(f"{SUBSET_MARK} run on a subset (data.subset.*), not comparable with the published "
+                     f"full-dataset number: {'; '.join(sorted(marked))}.")
     if name == "bioasq_retrieval":
         notes.append("nDCG@10 is trec_eval's ndcg_cut_10; the paper's definition is unpublished.")
     notes.append("vs CLAG: paired bootstrap mean difference over shared questions, 95% CI.")

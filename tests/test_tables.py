@@ -158,3 +158,16 @@ def test_runs_of_another_profile_fill_their_own_column_and_the_note_names_it(run
         round([r[3] for r in reference.rows if r[0] == "CLAG (agentic)"][0], 2) == 66.67
     assert [r[3] for r in reference.rows if r[0] == "Cosine-based clustering"][0] is None
     assert any(n.startswith("profile: reference;") for n in reference.notes)
+
+
+def test_a_subset_run_is_marked_in_the_cell_beside_a_published_number(runs_root):
+    import yaml
+
+    run_dir = next(runs_root.glob("bioasq/clag_cosine/tiny/*"))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(
+        {"method": {"name": "clag_cosine"}, "data": {"subset": {"samples": 1, "turns": None}}}))
+    table = paper_table("clustering_ablation", latest_runs(find_runs(runs_root)), "tiny", resamples=200)
+    markdown = to_markdown(table)
+    assert "| Cosine-based clustering | bioasq | F1 | 66.67† | 14.78 | 51.89† |" in markdown
+    assert "| CLAG (agentic) | bioasq | F1 | 100.00 | 22.01 | 77.99 | — |" in markdown   # a full run: no mark
+    assert any(n.startswith("† run on a subset") and "clag_cosine/bioasq: 4 questions" in n for n in table.notes)
