@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
+from clag.prompt_sets import OwnPrompts, PromptSet
+
 
 @dataclass
 class Cluster:
@@ -64,13 +66,15 @@ def kmeans(vectors: np.ndarray, k: int, seed: int = 42) -> tuple[np.ndarray, np.
 
 
 def initial_clusters(vectors: np.ndarray, tags: Sequence[Sequence[str]], contexts: Sequence[str],
-                     k: int = 3, seed: int = 42) -> list[Cluster]:
-    """The first partition of notes 0..n-1 (``cluster_memories_kmeans``)."""
+                     k: int = 3, seed: int = 42, texts: PromptSet | None = None) -> list[Cluster]:
+    """The first partition of notes 0..n-1 (``cluster_memories_kmeans``); summaries in the
+    words of ``texts`` (the run's prompt set)."""
+    texts = texts or OwnPrompts()
     n = len(vectors)
     k = min(k, n)
     if k <= 1:
         all_tags = unique([t for note_tags in tags for t in note_tags])
-        return [Cluster("cluster_0", list(range(n)), all_tags, "General cluster of all memories.",
+        return [Cluster("cluster_0", list(range(n)), all_tags, texts.single_cluster_summary(),
                         vectors.mean(axis=0))]
     labels, centers = kmeans(vectors, k, seed)
     by_label: dict[int, list[int]] = {}
@@ -81,20 +85,15 @@ def initial_clusters(vectors: np.ndarray, tags: Sequence[Sequence[str]], context
         counts = Counter(t for m in members for t in tags[m])
         top = [t for t, _ in counts.most_common(5)]
         member_contexts = [contexts[m] for m in members if contexts[m]]
-        if top:
-            summary = f"Memories related to: {', '.join(top)}"
-        elif member_contexts:
-            summary = member_contexts[0][:120]
-        else:
-            summary = "Clustered memories with similar semantic content."
+        summary = texts.kmeans_summary(top, member_contexts)
         clusters.append(Cluster(f"cluster_{label}", members, top, summary, centers[label]))
     return clusters
 
 
 def new_cluster(cluster_id: str, position: int, tags: Sequence[str], context: str,
-                vector: np.ndarray) -> Cluster:
+                vector: np.ndarray, texts: PromptSet | None = None) -> Cluster:
     """A cluster opened by one note (``_create_new_cluster``)."""
-    summary = f"Cluster around: {', '.join(tags) or context[:50]}"
+    summary = (texts or OwnPrompts()).new_cluster_summary(tags, context)
     return Cluster(cluster_id, [position], unique(tags), summary, np.array(vector))
 
 

@@ -134,7 +134,7 @@ class CLAGMemory(NoteMemory):
         vectors = self.embedder.encode([n.routing_text() for n in self.notes])
         for cluster in cl.initial_clusters(vectors, [n.tags for n in self.notes],
                                            [n.context for n in self.notes], self.init_n_clusters,
-                                           self.kmeans_seed):
+                                           self.kmeans_seed, self.prompts):
             self.clusters[cluster.id] = cluster
             for position in cluster.members:
                 self.notes[position].cluster_id = cluster.id
@@ -183,7 +183,7 @@ class CLAGMemory(NoteMemory):
                 cluster.centroid = self._cluster_vectors(cluster.members).mean(axis=0)
             return
         cluster = cl.new_cluster(f"cluster_new_{len(self.clusters)}", position, note.tags, note.context,
-                                 self.embedder.encode_one(note.routing_text()))
+                                 self.embedder.encode_one(note.routing_text()), self.prompts)
         self.clusters[cluster.id] = cluster
         note.cluster_id = cluster.id
         self.cluster_index.add([position], self._cluster_vectors([position]))

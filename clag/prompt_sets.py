@@ -79,6 +79,13 @@ class PromptSet(Protocol):
 
     def answer(self, category: int, context: str, question: str, options: tuple[str, str] | None) -> str: ...
 
+    # cluster summaries the routing and selection prompts show before a cluster's first profile
+    def kmeans_summary(self, top_tags: Sequence[str], contexts: Sequence[str]) -> str: ...
+
+    def single_cluster_summary(self) -> str: ...
+
+    def new_cluster_summary(self, tags: Sequence[str], context: str) -> str: ...
+
 
 def _probe_identity(prompt_set: PromptSet) -> str:
     """Name + hash of what the set renders for fixed inputs: any change of wording changes it."""
@@ -91,6 +98,8 @@ def _probe_identity(prompt_set: PromptSet) -> str:
         prompt_set.profile([("content", "ctx", ["t"])]),
         prompt_set.selection("query", ["t"], [candidate], 10),
         *(prompt_set.answer(c, "CTX", "Q?", ("x", "y") if c == 5 else None) for c in (1, 2, 3, 4, 5, 6)),
+        prompt_set.kmeans_summary(["a"], []), prompt_set.kmeans_summary([], []),
+        prompt_set.single_cluster_summary(), prompt_set.new_cluster_summary(["t"], "ctx"),
     ]
     digest = hashlib.sha256("\x00".join(renders).encode()).hexdigest()[:12]
     return f"{prompt_set.name}:{digest}"
@@ -131,6 +140,15 @@ class OwnPrompts:
 
     def answer(self, category: int, context: str, question: str, options: tuple[str, str] | None) -> str:
         return own.answer_prompt(category, context, question, options)
+
+    def kmeans_summary(self, top_tags: Sequence[str], contexts: Sequence[str]) -> str:
+        return own.kmeans_summary(top_tags, contexts)
+
+    def single_cluster_summary(self) -> str:
+        return own.SINGLE_CLUSTER_SUMMARY
+
+    def new_cluster_summary(self, tags: Sequence[str], context: str) -> str:
+        return own.new_cluster_summary(tags, context)
 
 
 # ---- the reference's templates, located in its files -------------------------------------------
@@ -281,6 +299,10 @@ class ReferencePrompts:
         self._selection_example = memory.appended("select_clusters_for_query", "examples")
         self._keywords = evaluation.assigned("generate_query_llm", "prompt")
         self._answers = evaluation.branches("answer_question", "user_prompt", "category")
+        # cluster_memories_kmeans assigns ``summary`` four times, in this order: one cluster of
+        # everything; the commonest tags; the first member's context; the generic line
+        self._summaries = [memory.assigned("cluster_memories_kmeans", "summary", nth=i) for i in range(4)]
+        self._new_cluster_summary = memory.assigned("_create_new_cluster", "summary")
         if None not in self._answers or 5 not in self._answers:
             raise ReferenceTemplateError(f"{evaluation.path.name}: answer_question() lacks the category-5 or "
                                          "default answer prompt")
@@ -342,6 +364,16 @@ class ReferencePrompts:
                   "examples": self._example_block(self._selection_example, c)}
             text += self._selection_candidate.render(cd=cd)
         return text
+
+    def kmeans_summary(self, top_tags: Sequence[str], contexts: Sequence[str]) -> str:
+        index = 1 if top_tags else 2 if contexts else 3          # the reference's if / elif / else
+        return self._summaries[index].render(top_tags=list(top_tags), contexts=list(contexts))
+
+    def single_cluster_summary(self) -> str:
+        return self._summaries[0].render()
+
+    def new_cluster_summary(self, tags: Sequence[str], context: str) -> str:
+        return self._new_cluster_summary.render(note=SimpleNamespace(tags=list(tags), context=context))
 
     def answer(self, category: int, context: str, question: str, options: tuple[str, str] | None) -> str:
         template = self._answers.get(category, self._answers[None])

@@ -167,6 +167,24 @@ def cluster_block(cid: str, summary: str, tags: Sequence[str], examples: Sequenc
     return "\n".join(lines) + "\n"
 
 
+def kmeans_summary(top_tags: Sequence[str], contexts: Sequence[str]) -> str:
+    """A K-Means cluster's summary before its first profile: its commonest tags, else its first
+    member's context (cut at 120 characters, as the reference), else a generic line."""
+    if top_tags:
+        return f"Memories about: {', '.join(top_tags)}"
+    if contexts:
+        return contexts[0][:120]
+    return "Memories with similar meaning."
+
+
+SINGLE_CLUSTER_SUMMARY = "One cluster holding every memory."
+
+
+def new_cluster_summary(tags: Sequence[str], context: str) -> str:
+    """The summary of a cluster one note opens: its tags, else the start of its context."""
+    return f"A cluster begun by: {', '.join(tags) or context[:50]}"
+
+
 def _id_schema(bounded: bool, candidates: Sequence[str] | None) -> dict[str, Any]:
     if candidates:
         return {"type": "string", "enum": list(candidates)}

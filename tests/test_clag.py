@@ -91,7 +91,7 @@ def test_an_invalid_router_answer_opens_a_new_cluster(embedder, reply, reason):
     assert memory.routing_log[0]["reason"] == reason
     assert "cluster_new_3" in memory.clusters and memory.clusters["cluster_new_3"].members == [100]
     new = memory.clusters["cluster_new_3"]
-    assert new.summary == "Cluster around: " + ", ".join(memory.notes[100].tags)
+    assert new.summary == memory.prompts.new_cluster_summary(memory.notes[100].tags, memory.notes[100].context)
     assert np.allclose(new.centroid, embedder.encode_one(memory.notes[100].routing_text()))
 
 
@@ -127,7 +127,7 @@ def test_consolidation_splits_large_clusters_and_sets_representatives(embedder):
 def test_profile_failure_keeps_the_old_profile(embedder):
     client, _ = scripted_client(profile="not json")
     memory = ingest(CLAGMemory(embedder, client), 100)
-    assert all(c.summary.startswith("Memories related to: ") for c in memory.clusters.values())
+    assert all(c.summary.startswith("Memories about: ") for c in memory.clusters.values())
     assert memory.profile_failures == 3
 
 

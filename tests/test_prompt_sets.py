@@ -163,3 +163,16 @@ def test_a_reference_profile_run_reads_the_pinned_files_and_its_ledger_names_the
     first = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])
     assert "write an answer in the form of a short phrase" in first["answer_debug"]["prompt"] or \
         "LIST question" in first["answer_debug"]["prompt"]
+
+
+def test_cluster_summaries_come_from_the_reference_file(reference, reference_dir):
+    """The texts a cluster shows before its first profile are the reference's own, read from its
+    file (never copied): checked against a substitution of the source lines."""
+    source = (reference_dir / "CLAG_memory.py").read_text()
+    assert f"{reference.kmeans_summary(['a', 'b'], [])!r}"[1:-1].replace("a, b", "{', '.join(top_tags)}") in source
+    assert reference.kmeans_summary([], ["x" * 200]) == "x" * 120
+    assert f'"{reference.kmeans_summary([], [])}"' in source and f'"{reference.single_cluster_summary()}"' in source
+    text = reference.new_cluster_summary([], "c" * 80)
+    assert text.endswith("c" * 50) and text[:-50] + "{', '.join(note.tags) or note.context[:50]}" in source
+    own = OwnPrompts()
+    assert own.new_cluster_summary(["t"], "ctx") != reference.new_cluster_summary(["t"], "ctx")

@@ -108,6 +108,16 @@ class DecodingPolicy:
         return {"enable_thinking": self.enable_thinking}
 
 
+def sampling_report(policy: DecodingPolicy, request: Any, prompt: str,
+                    stops: Sequence[int]) -> dict[str, Any]:
+    """What decodes ``request`` on a backend that renders locally, in the terms every backend
+    reports (the conformance tests compare these)."""
+    return {"prompt": prompt, "stop_token_ids": list(stops), "temperature": request.temperature,
+            "top_p": policy.top_p, "top_k": policy.top_k, "min_p": policy.min_p,
+            "repetition_penalty": policy.repetition_penalty, "seed": request.seed,
+            "max_tokens": request.max_tokens, "max_whitespace": policy.max_whitespace}
+
+
 # ---- reasoning ----------------------------------------------------------------------------------
 
 THINK_END = "</think>"

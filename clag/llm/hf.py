@@ -29,7 +29,7 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from clag.files import sha256_file
-from clag.llm.decoding import DecodingPolicy, render_chat, stop_token_ids
+from clag.llm.decoding import DecodingPolicy, render_chat, sampling_report, stop_token_ids
 from clag.llm.types import Completion, Request
 
 
@@ -163,11 +163,7 @@ class HFBackend:
 
     def sampling_report(self, request: Request) -> dict[str, Any]:
         """What decodes ``request`` here, in the terms every backend reports (conformance)."""
-        return {"prompt": self.render(request), "stop_token_ids": list(self.stop_token_ids),
-                "temperature": request.temperature, "top_p": self.policy.top_p,
-                "top_k": self.policy.top_k, "min_p": self.policy.min_p,
-                "repetition_penalty": self.policy.repetition_penalty, "seed": request.seed,
-                "max_tokens": request.max_tokens, "max_whitespace": self.policy.max_whitespace}
+        return sampling_report(self.policy, request, self.render(request), self.stop_token_ids)
 
     # ---- grammar ------------------------------------------------------------------------------
 

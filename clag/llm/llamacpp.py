@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
-from clag.llm.decoding import DecodingPolicy, render_chat
+from clag.llm.decoding import DecodingPolicy, render_chat, sampling_report
 from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
 from clag.llm.types import Completion, Request
@@ -136,11 +136,7 @@ class LlamaCppBackend:
 
     def sampling_report(self, request: Request) -> dict[str, Any]:
         """What decodes ``request`` here, in the terms every backend reports (conformance)."""
-        return {"prompt": self.render(request), "stop_token_ids": list(self.stop_token_ids),
-                "temperature": request.temperature, "top_p": self.policy.top_p,
-                "top_k": self.policy.top_k, "min_p": self.policy.min_p,
-                "repetition_penalty": self.policy.repetition_penalty, "seed": request.seed,
-                "max_tokens": request.max_tokens, "max_whitespace": self.policy.max_whitespace}
+        return sampling_report(self.policy, request, self.render(request), self.stop_token_ids)
 
     def _prompt_tokens(self, request: Request) -> tuple[list[int], bool]:
         """The prompt as tokens, cut to fit the context with room for the answer (keeping its end)."""
