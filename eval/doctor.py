@@ -47,14 +47,14 @@ class _Served(Exception):
 
 def models(llm_cfg: dict[str, Any]) -> list[Check]:
     from clag.embed import model_path
-    from clag.llm.models import PACKAGED_MODELS, ModelFileError, model_location
+    from clag.llm.models import ModelFileError, is_local_model, model_location
 
     checks = []
     try:
         if llm_cfg.get("backend") == "openai":
             raise _Served      # one line for a served model: the server check's, never ok beside FAIL
         location = model_location(llm_cfg)
-        packaged = llm_cfg.get("model") in PACKAGED_MODELS and not llm_cfg.get("path")
+        packaged = is_local_model(llm_cfg) and not llm_cfg.get("path")
         if packaged or Path(location).exists():
             detail = f"{location} (sha256 verified)" if packaged else location
             checks.append(Check(f"llm {llm_cfg.get('name')}", "ok", detail))

@@ -120,6 +120,12 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
                   "prompt_files": ([str(f) for f in getattr(prompt_set, "files", ())]
                                    if uses_prompt_set else []),
                   "decoding": decoding_report(cfg["llm"], client.backend), **ledger.to_dict()}
+        from clag.llm.llama_server import running_servers
+
+        servers = running_servers()
+        if servers:     # llm.server=auto: the engine behind the requests, and where its log is
+            report["servers"] = [{"command": s.spec.command(s.port)[1:], "log": str(s.log_path),
+                                  "startup_s": round(s.started_s, 2)} for s in servers]
         sizes = list(getattr(client.backend, "batch_sizes", ()))
         if sizes:       # what the micro-batcher merged (backend calls, requests per call)
             report["micro_batches"] = {"backend_calls": len(sizes), "requests": sum(sizes),

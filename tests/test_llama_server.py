@@ -1,0 +1,132 @@
+"""llm.server=auto: llama.cpp's server started, shared, health-checked and stopped by the harness
+(real binary, SmolLM2), and Ctrl-C stopping a run cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clag.llm.llama_server import LlamaServerError, ServerSpec, find_binary, shared_server, stop_all
+from tests.test_cli import REPO, cli
+
+
+def _binary() -> Path:
+    try:
+        return find_binary()
+    except LlamaServerError:
+        pytest.skip("no llama-server: bash scripts/install.sh llamaserver")
+
+
+SMOL = ["llm=smollm2-135m", "llm.backend=llamacpp", "llm.server=auto", "llm.server_slots=2",
+        "llm.max_context=2048"]
+
+
+def test_a_missing_binary_is_one_line_with_the_fix(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LLAMA_SERVER", str(tmp_path / "nothing"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(LlamaServerError, match="install.sh llamaserver"):
+        find_binary()
+    with pytest.raises(LlamaServerError, match="not an executable"):
+        find_binary(str(tmp_path / "nothing"))
+
+
+def test_a_server_that_cannot_load_reports_its_log(tmp_path: Path) -> None:
+    from clag.llm.llama_server import set_log_dir
+
+    bogus = tmp_path / "not-a-model.gguf"
+    bogus.write_bytes(b"GGUF" + b"\0" * 64)
+    set_log_dir(tmp_path)
+    spec = ServerSpec(binary=str(_binary()), model=str(bogus), slots=1, context_per_slot=512, threads=1)
+    with pytest.raises(LlamaServerError, match="exited with code") as info:
+        shared_server(spec)
+    assert str(tmp_path / "llama-server.log") in str(info.value)
+
+
+@pytest.mark.slow
+def test_server_lifecycle_shared_and_stopped(tmp_path: Path) -> None:
+    """One server per spec, shared by every backend built from it; grammar-constrained greedy
+    output parses; the log is where the run said; stop_all ends the process."""
+    from clag.llm.llama_server import running_servers, set_log_dir
+    from clag.llm.models import build_backend
+    from clag.llm.types import Request
+    from eval.cli import compose
+
+    _binary()
+    set_log_dir(tmp_path)
+    cfg = compose([*SMOL, "llm.cache_path=null"])["llm"]
+    backend = build_backend(cfg)
+    assert backend.model_id.startswith("llama-server:smollm2-135m:")
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 40}},
+              "required": ["answer"], "additionalProperties": False}
+    requests = [Request(prompt=f"Q: What is {i} plus {i}?\nA (JSON):", max_tokens=40, temperature=0.0,
+                        json_schema=schema, tag="answer") for i in range(4)]
+    outputs = backend.generate(requests)
+    assert all(o.finish_reason != "error" for o in outputs), [o.extra for o in outputs]
+    assert all(isinstance(json.loads(o.text)["answer"], str) for o in outputs)
+    again = backend.generate(requests[:2])               # greedy: the same text again
+    assert [o.text for o in again] == [o.text for o in outputs[:2]]
+    servers = running_servers()
+    assert len(servers) == 1 and servers[0].alive()
+    assert (tmp_path / "llama-server.log").stat().st_size > 0
+    process = servers[0].process
+    stop_all()
+    assert process is not None and process.poll() is not None and running_servers() == []
+
+
+@pytest.mark.slow
+def test_cli_run_through_the_server_logs_in_its_run_directory(tmp_path: Path, data_root: Path) -> None:
+    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", *SMOL,
+               f"results_root={tmp_path / 'runs'}", f"llm.cache_path={tmp_path / 'llm.sqlite'}",
+               "snapshot_dir=null", data_root=data_root)
+    run_dir = Path(proc.stdout.strip().splitlines()[-1].split("run directory: ", 1)[1])
+    ledger = json.loads((run_dir / "ledger.json").read_text())
+    assert ledger["model_id"].startswith("llama-server:smollm2-135m:")
+    assert ledger["servers"][0]["log"] == str(run_dir / "llama-server.log")
+    assert "--parallel" in ledger["servers"][0]["command"]
+    assert (run_dir / "llama-server.log").stat().st_size > 0
+    assert ledger["total"].get("errors", 0) == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path: Path, data_root: Path) -> None:
+    """SIGINT mid-run: one line, exit 130, no abort, the server gone; the same command resumes."""
+    _binary()
+    args = [sys.executable, "-m", "eval", "run", "method=rag", "data=locomo", "+experiment=smoke", *SMOL,
+            f"results_root={tmp_path / 'runs'}", f"llm.cache_path={tmp_path / 'llm.sqlite'}",
+            "snapshot_dir=null", "concurrency.questions=1"]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", CLAG_BENCH_DATA=str(data_root))
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    predictions = None
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        found = list((tmp_path / "runs").rglob("predictions.jsonl"))
+        if found and found[0].read_text().count("\n") >= 1:
+            predictions = found[0]
+            break
+        time.sleep(0.5)
+    assert predictions is not None, "the run wrote no prediction in time"
+    log = predictions.parent / "llama-server.log"
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted:" in stderr and "terminate called" not in stderr
+    assert json.loads((predictions.parent / "status.json").read_text())["state"] == "interrupted"
+    port = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
+    assert port, "the server's log names no port"
+    with pytest.raises(OSError):                       # the server is gone with the run
+        socket.create_connection(("127.0.0.1", int(port.group(1))), timeout=2).close()
+    done = predictions.read_text().count("\n")
+    resumed = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming the interrupted run" in resumed.stdout
+    assert predictions.read_text().count("\n") >= done
