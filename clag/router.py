@@ -54,14 +54,24 @@ def cluster_candidates(memory: CLAGMemory, cluster_ids: Sequence[str]) -> list[C
     return out
 
 
+def route_example(setting: str | None, candidates: list[str]) -> str:
+    """The id the routing prompt shows as its example: the reference's literal ``cluster_1``
+    (``null``, which may name no real cluster), the first real candidate (``candidate``), or a
+    fixed placeholder string."""
+    if setting is None:
+        return REFERENCE_ROUTE_EXAMPLE
+    if setting == "candidate":
+        return candidates[0] if candidates else REFERENCE_ROUTE_EXAMPLE
+    return setting
+
+
 def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
     position = len(memory.notes)
     ranked = squared_distances(vector, list(memory.clusters.values()))
     candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
     prompt = memory.prompts.route(note.content, note.context, note.tags,
                                   cluster_candidates(memory, candidates),
-                                  example_id=REFERENCE_ROUTE_EXAMPLE if memory.route_example_id is None
-                                  else memory.route_example_id)
+                                  example_id=route_example(memory.route_example_id, candidates))
     schema = route_schema(memory.bounded, candidates if memory.constrain_cluster_ids else None)
     parsed, _ = memory._call(prompt, schema, "route", temperature=memory.route_temperature)
     choice = parsed.get("choice") if parsed is not None else None

@@ -66,6 +66,14 @@ def models(llm_cfg: dict[str, Any]) -> list[Check]:
         pass
     except ModelFileError as exc:
         checks.append(Check(f"llm {llm_cfg.get('name')}", "FAIL", str(exc)))
+    if llm_cfg.get("backend") == "llamacpp" and llm_cfg.get("server") == "auto":
+        from clag.llm.llama_server import LlamaServerError, binary_version, find_binary
+
+        try:
+            binary = find_binary(llm_cfg.get("server_binary"))
+            checks.append(Check("llama-server", "ok", f"{binary} ({binary_version(str(binary))})"))
+        except LlamaServerError as exc:
+            checks.append(Check("llama-server", "FAIL", str(exc)))
     embedder = model_path("all-MiniLM-L6-v2")
     found = Path(embedder).is_dir()
     checks.append(Check("embedder all-MiniLM-L6-v2", "ok" if found else "FAIL",

@@ -136,5 +136,5 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
                      bool(cfg.get("batching", {}).get("prefetch_ingest", False)))
 
 
-for _name in ("rag", "amem", "gam", "memoryos", "clag", "clag_kmeans", "clag_cosine"):
+for _name in ("rag", "amem", "gam", "memoryos", "clag", "clag_kmeans", "clag_cosine", "clag_plus"):
     METHODS.register(_name, "eval.methods:build_standard")

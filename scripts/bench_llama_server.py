@@ -79,6 +79,31 @@ def ingest(overrides: list[str], streams_at_once: int) -> dict[str, Any]:
             "_outputs": recorder.outputs}
 
 
+def batch_invariance(llm: str, prompts: int, slots: int) -> dict[str, Any]:
+    """The same greedy note-analysis prompts (BioASQ passages) through 1 slot and through
+    ``slots`` slots at once: how many outputs batching alone changes (same engine, same model)."""
+    from clag.llm.llama_server import stop_all
+    from clag.llm.models import build_backend
+    from clag.llm.types import Request
+    from clag.prompts import analysis_schema
+    from eval.cli import compose
+    from eval.data import load_dataset
+
+    cfg = compose(["data=bioasq", f"llm={llm}", "llm.cache_path=null", "llm.server=auto"])
+    turns = [t for s in load_dataset(cfg["data"]).samples for t in s.turns][:prompts]
+    requests = [Request(prompt=f"Extract keywords and a one-sentence context from this passage as JSON.\n"
+                               f"{t.text}\nJSON:", max_tokens=160, temperature=0.0,
+                        json_schema=analysis_schema(True), tag="note") for t in turns]
+    texts = {}
+    for n in (1, slots):
+        backend = build_backend({**cfg["llm"], "server_slots": n})
+        texts[n] = [c.text for c in backend.generate(requests)]
+        stop_all()
+    differ = sum(a != b for a, b in zip(texts[1], texts[slots]))
+    print(f"batch invariance: {differ} of {len(requests)} greedy outputs differ between 1 slot and {slots}")
+    return {"prompts": len(requests), "slots": slots, "outputs_differing": differ}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm", default="qwen2.5-coder-0.5b")
@@ -86,7 +111,10 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=12, help="turns per stream")
     parser.add_argument("--slots", type=int, default=10, help="server slots")
     parser.add_argument("--cluster-start", type=int, default=6)
-    parser.add_argument("--modes", default="inprocess,server")
+    parser.add_argument("--modes", default="inprocess,server,invariance")
+    parser.add_argument("--inprocess-streams", type=int, default=None,
+                        help="the one-at-a-time path on only the first N streams (its rate per memory "
+                             "does not depend on how many streams there are; saves hours)")
     parser.add_argument("--out", type=Path)
     ns = parser.parse_args()
     base = ["method=clag", "data=bioasq", f"llm={ns.llm}", "llm.cache_path=null", "llm.greedy=true",
@@ -95,13 +123,19 @@ def main() -> int:
     results: dict[str, Any] = {}
     outputs: dict[str, dict[str, str]] = {}
     for mode in ns.modes.split(","):
+        if mode == "invariance":
+            results["batch_invariance"] = batch_invariance(ns.llm, 16, 8)
+            continue
         if mode == "inprocess":
             overrides, at_once = [*base, "llm.server=null"], 1
+            if ns.inprocess_streams:
+                overrides.append(f"data.subset.samples={ns.inprocess_streams}")
         else:
             overrides, at_once = [*base, "llm.server=auto", f"llm.server_slots={ns.slots}",
                                   f"concurrency.streams={ns.streams}"], ns.streams
-        print(f"{mode}: ingesting {ns.streams} streams × {ns.turns} turns …", flush=True)
-        result = ingest(overrides, at_once)
+        streams = (ns.inprocess_streams or ns.streams) if mode == "inprocess" else ns.streams
+        print(f"{mode}: ingesting {streams} streams × {ns.turns} turns …", flush=True)
+        result = {"streams": streams, **ingest(overrides, at_once)}
         outputs[mode] = result.pop("_outputs")
         results[mode] = result
         print(f"  {result['memories']} memories in {result['seconds']} s = {result['memories_per_s']} "

@@ -238,3 +238,12 @@ def test_prefetched_sampled_calls_keep_their_seeds():
             return [client.generate([same])[0].text for _ in range(2)], client.ledger.to_dict()
 
     assert run(True) == run(False)
+
+
+def test_the_routing_example_id_is_the_reference_literal_or_a_real_candidate():
+    from clag.router import REFERENCE_ROUTE_EXAMPLE, route_example
+
+    assert route_example(None, ["c7", "c2"]) == REFERENCE_ROUTE_EXAMPLE == "cluster_1"
+    assert route_example("candidate", ["c7", "c2"]) == "c7"
+    assert route_example("candidate", []) == "cluster_1"
+    assert route_example("<cluster_id>", ["c7"]) == "<cluster_id>"

@@ -159,7 +159,8 @@ def test_doctor_reports_a_served_model_once_by_its_server(data_root):
 
 
 def test_a_bad_method_option_fails_before_any_run_directory_exists(data_root, tmp_path):
-    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "method.memory.retriever=bm26",
+    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "llm=smollm2-135m",
+               "method.memory.retriever=bm26",
                f"results_root={tmp_path / 'runs'}", "progress=false", data_root=data_root, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (

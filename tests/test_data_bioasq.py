@@ -62,3 +62,20 @@ def test_snippets_are_deduplicated_within_a_question_only():
 def test_missing_golden_files_say_where_to_get_them(tmp_path):
     with pytest.raises(DataError, match="bioasq.org"):
         load_bioasq(tmp_path)
+
+
+def test_an_answerable_subset_is_the_shortest_prefix_answering_that_many(bioasq):
+    """BioASQ's evidence is spread over a whole stream: ``answerable`` cuts each stream right
+    after the turn that completes its n-th answerable question, and keeps exactly those."""
+    from eval.data import select
+
+    subset = select(bioasq, samples=3, answerable=4)
+    for sample, full in zip(subset.samples, bioasq.samples[:3]):
+        kept = {t.id for t in sample.turns}
+        assert len(sample.questions) == 4
+        assert all(set(q.evidence) <= kept for q in sample.questions)
+        assert sample.turns == full.turns[:len(sample.turns)]
+        shorter = {t.id for t in sample.turns[:-1]}          # one turn less answers fewer
+        assert sum(set(q.evidence) <= shorter for q in full.questions if q.evidence) < 4
+    capped = select(bioasq, samples=1, answerable=4, turns=10)
+    assert len(capped.samples[0].turns) <= 10

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 def command(root, questions: int) -> list[str]:
     return [sys.executable, "-m", "eval", "run", "method=rag", "data=locomo", "+experiment=smoke",
-            "data.subset.questions_per_sample=4", "answer.max_tokens=48", f"concurrency.questions={questions}",
+            "llm=smollm2-135m", "data.subset.turns=60", "data.subset.questions_per_sample=4", "answer.max_tokens=48", f"concurrency.questions={questions}",
             f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}", f"llm.cache_path={root / 'c.sqlite'}",
             "progress=false"]
 

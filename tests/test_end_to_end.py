@@ -6,7 +6,8 @@ from tests.test_cli import cli
 
 
 def _run(tmp_path, data_root):
-    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", f"results_root={tmp_path / 'runs'}", f"snapshot_dir={tmp_path / 'snap'}",
+    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", "llm=smollm2-135m",
+               "data.subset.turns=60", f"results_root={tmp_path / 'runs'}", f"snapshot_dir={tmp_path / 'snap'}",
                f"llm.cache_path={tmp_path / 'llm.sqlite'}", "progress=false", data_root=data_root)
     run_dir = proc.stdout.strip().splitlines()[-1].removeprefix("run directory: ")
     return proc.stdout, tmp_path / "runs" / run_dir.split("/runs/", 1)[-1] if "/runs/" in run_dir else run_dir

@@ -170,3 +170,14 @@ def test_a_subset_run_is_marked_in_the_cell_beside_a_published_number(runs_root)
     assert "| Cosine-based clustering | bioasq | F1 | 66.67† | 14.78 | 51.89† |" in markdown
     assert "| CLAG (agentic) | bioasq | F1 | 100.00 | 22.01 | 77.99 | — |" in markdown   # a full run: no mark
     assert any(n.startswith("† run on a subset") and "clag_cosine/bioasq: 4 questions" in n for n in table.notes)
+
+
+def test_clag_plus_is_clag_with_only_the_named_repairs():
+    from eval.cli import compose
+
+    plain = compose(["method=clag"])["method"]["memory"]
+    plus = compose(["method=clag_plus"])["method"]["memory"]
+    changed = {k for k in plain if plain[k] != plus[k]}
+    assert changed == {"constrain_cluster_ids", "route_example_id", "stage2_rerank", "stale_centroids"}
+    assert (plus["constrain_cluster_ids"], plus["route_example_id"], plus["stage2_rerank"],
+            plus["stale_centroids"]) == (True, "candidate", True, False)

@@ -76,6 +76,7 @@ def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
             categories=list(subset["categories"]) if subset.get("categories") else None,
             sample_ids=[str(s) for s in subset["sample_ids"]] if subset.get("sample_ids") else None,
             turns=subset.get("turns"),
+            answerable=subset.get("answerable"),
         )
     return dataset
 

@@ -70,6 +70,17 @@ def sample_to_record(sample: Sample) -> dict[str, Any]:
     }
 
 
+def answerable_prefix(sample: Sample, questions: int) -> int:
+    """How many leading turns it takes for ``questions`` of the stream's questions to have all
+    their evidence inside (every turn, when fewer questions than that have evidence)."""
+    position = {t.id: i for i, t in enumerate(sample.turns)}
+    ends = sorted(max(position[e] for e in q.evidence) + 1 for q in sample.questions
+                  if q.evidence and all(e in position for e in q.evidence))
+    if questions <= 0:
+        return 0
+    return ends[questions - 1] if len(ends) >= questions else len(sample.turns)
+
+
 def select(
     dataset: Dataset,
     *,
@@ -78,11 +89,15 @@ def select(
     categories: list[int] | None = None,
     sample_ids: list[str] | None = None,
     turns: int | None = None,
+    answerable: int | None = None,
 ) -> Dataset:
     """A subset for smoke runs and sweeps.
 
     ``turns`` keeps only the first N turns of each stream, and then — so the subset stays honest
-    — only the questions whose evidence lies entirely inside those turns.
+    — only the questions whose evidence lies entirely inside those turns. ``answerable`` keeps
+    the shortest prefix of each stream inside which that many questions have all their evidence
+    (BioASQ's and HotpotQA's evidence is spread over hundreds of turns: their first 60 turns
+    answer one question or none), and only those questions.
     """
     chosen = dataset.samples
     if sample_ids:
@@ -94,8 +109,11 @@ def select(
     for sample in chosen:
         qs = sample.questions
         kept_turns = sample.turns
+        if answerable is not None:
+            kept_turns = kept_turns[:answerable_prefix(sample, answerable)]
         if turns is not None:
-            kept_turns = sample.turns[:turns]
+            kept_turns = kept_turns[:turns]
+        if turns is not None or answerable is not None:
             inside = {t.id for t in kept_turns}
             qs = tuple(q for q in qs if q.evidence and set(q.evidence) <= inside)
         if categories:
