@@ -75,7 +75,9 @@ def ingest(overrides: list[str], streams_at_once: int) -> dict[str, Any]:
     return {"memories": memories, "seconds": round(elapsed, 1),
             "memories_per_s": round(memories / elapsed, 4), "calls": total.get("calls"),
             "prompt_tokens": total.get("prompt_tokens"), "completion_tokens": total.get("completion_tokens"),
-            "parse_failures": total.get("parse_failures"), "servers": ledger.get("servers"),
+            "parse_failures": total.get("parse_failures"),
+            # the server's flags after --model/--host/--port (no paths of the measuring machine)
+            "server_args": [a for s in ledger.get("servers") or [] for a in s["command"][6:]],
             "_outputs": recorder.outputs}
 
 
