@@ -23,14 +23,13 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from clag.pools import interruptible_pool
 from clag.types import MemorySystem, Question, Sample
 from eval import snapshots
 from eval.data.contract import Dataset
@@ -101,19 +100,6 @@ def answer_question(sample: Sample, question: Question, memory: MemorySystem,
     }
     timing = {"sample_id": sample.id, "question_id": question.id, "retrieve_s": t1 - t0, "answer_s": t2 - t1}
     return row, timing
-
-
-@contextmanager
-def interruptible_pool(workers: int, prefix: str) -> Iterator[ThreadPoolExecutor]:
-    """A thread pool that, on Ctrl-C, cancels what has not started and does not wait for what
-    has (``with ThreadPoolExecutor`` would wait for every running stream to finish first)."""
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=prefix)
-    try:
-        yield pool
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done: set[tuple[str, str]],

@@ -82,6 +82,9 @@ def test_server_lifecycle_shared_and_stopped(tmp_path: Path) -> None:
     process = servers[0].process
     stop_all()
     assert process is not None and process.poll() is not None and running_servers() == []
+    restarted = backend.generate(requests[:1])           # a stopped server is started again
+    assert restarted[0].finish_reason != "error" and running_servers()[0].process is not process
+    stop_all()
 
 
 @pytest.mark.slow

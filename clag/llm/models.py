@@ -143,19 +143,41 @@ def llama_server_model_id(cfg: Mapping[str, Any]) -> str:
             f"{cfg.get('prompt_format', 'raw')}:{policy.identity()}:{GRAMMAR_VERSION}")
 
 
-def _llama_server(cfg: Mapping[str, Any]) -> LLM:
-    from clag.llm.llama_server import shared_server
-    from clag.llm.openai_backend import OpenAIBackend
+class ServedLlamaCpp:
+    """The ``openai`` backend (llama.cpp dialect) in front of the process's shared server for one
+    spec; a server that died or was stopped is started again before the next batch."""
 
-    spec = _server_spec(cfg)
-    server = shared_server(spec)
-    backend = OpenAIBackend(base_url=server.base_url, model=str(cfg["name"]),
-                            prompt_format=cfg.get("prompt_format", "raw"), concurrency=spec.slots,
-                            timeout_s=float(cfg.get("server_timeout_s") or 600),
-                            retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg),
-                            dialect="llamacpp", model_id=llama_server_model_id(cfg))
-    backend.server = server            # type: ignore[attr-defined] - reported in the ledger
-    return backend
+    def __init__(self, cfg: Mapping[str, Any]) -> None:
+        self.spec = _server_spec(cfg)
+        self.model_id = llama_server_model_id(cfg)
+        self._cfg = cfg
+        self.server: Any = None
+        self._client: Any = None
+        self._connect()
+        self.stop_token_ids = self._client.stop_token_ids
+
+    def _connect(self) -> None:
+        from clag.llm.llama_server import shared_server
+        from clag.llm.openai_backend import OpenAIBackend
+
+        cfg = self._cfg
+        self.server = shared_server(self.spec)
+        self._client = OpenAIBackend(base_url=self.server.base_url, model=str(cfg["name"]),
+                                     prompt_format=cfg.get("prompt_format", "raw"),
+                                     concurrency=self.spec.slots,
+                                     timeout_s=float(cfg.get("server_timeout_s") or 600),
+                                     retries=int(cfg.get("retries", 3)),
+                                     policy=DecodingPolicy.from_config(cfg), dialect="llamacpp",
+                                     model_id=self.model_id)
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        if not self.server.alive():
+            self._connect()
+        return self._client.generate(requests)
+
+
+def _llama_server(cfg: Mapping[str, Any]) -> LLM:
+    return ServedLlamaCpp(cfg)
 
 
 def _llamacpp(cfg: Mapping[str, Any]) -> LLM:

@@ -20,12 +20,12 @@ stops the run only when errors pass ``llm.max_error_rate``.
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from clag.errors import UserFacingError
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.types import Completion, Request
+from clag.pools import interruptible_pool
 
 
 def openai_model_id(model: str, prompt_format: str, policy: DecodingPolicy) -> str:
@@ -68,7 +68,7 @@ class OpenAIBackend:
         self.stop_token_ids: tuple[int, ...] = self.policy.stop_token_ids
 
     def generate(self, requests: list[Request]) -> list[Completion]:
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+        with interruptible_pool(self.concurrency, "llm-request") as pool:
             return list(pool.map(self._one, requests))
 
     def uses_chat(self, request: Request) -> bool:
