@@ -150,7 +150,7 @@ def test_the_reference_profile_composes_everything_the_paper_ran(data_root):
 @pytest.mark.slow
 def test_a_reference_profile_run_reads_the_pinned_files_and_its_ledger_names_them(data_root, tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "eval", "run", "method=clag", "data=bioasq", "+experiment=smoke", "profile=reference",
+        [sys.executable, "-m", "eval", "run", "method=clag", "data=bioasq", "+experiment=smoke", "data.subset.turns=60", "profile=reference",
          "llm.backend=tests.fake_backend:build", f"results_root={tmp_path / 'runs'}",
          f"snapshot_dir={tmp_path / 's'}", f"llm.cache_path={tmp_path / 'c.sqlite'}", "progress=false"],
         cwd=REPO, env=dict(os.environ, CLAG_BENCH_DATA=str(data_root), HF_HUB_OFFLINE="1"),

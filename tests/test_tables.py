@@ -132,7 +132,8 @@ def test_presets_compose_with_the_smoke_subset():
     proc = cli("run", "--cfg", "all", "+experiment=[paper_ablation,smoke]")
     config = yaml.safe_load(proc.stdout)
     assert config["hydra"]["sweeper"]["params"] == {"method": "clag,clag_kmeans,clag_cosine", "data": "bioasq"}
-    assert config["llm"]["name"] == "smollm2-135m" and config["data"]["subset"]["turns"] == 60
+    assert config["llm"]["name"] == "qwen2.5-coder-0.5b" and config["data"]["subset"]["turns"] == 16
+    assert config["small_subset"]["cluster_start"] == 8
 
 
 def test_wandb_disabled_is_a_no_op_and_offline_writes_local_files(tmp_path):
