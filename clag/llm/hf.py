@@ -23,31 +23,24 @@ import os
 import shutil
 import time
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
-from clag.files import sha256_file
+from clag.files import cache_home, sha256_memo
 from clag.llm.decoding import DecodingPolicy, render_chat, sampling_report, stop_token_ids
 from clag.llm.types import Completion, Request
 
 
 def default_model_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "clag-bench" / "models"
-
-
-@lru_cache(maxsize=16)
-def _file_sha256(path: Path) -> str:
-    return sha256_file(path)
+    return cache_home("models")
 
 
 def weights_id(path: str) -> str:
     """What identifies the weights in cache keys: a GGUF's checksum, else the path or hub id."""
     source = Path(path).expanduser()
     if source.suffix == ".gguf" and source.is_file():
-        return f"gguf:{_file_sha256(source)[:16]}"
+        return f"gguf:{sha256_memo(source)[:16]}"
     return path
 
 
@@ -75,7 +68,7 @@ def convert_gguf(gguf: Path, cache_root: Path | None = None) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    digest = _file_sha256(gguf)[:16]
+    digest = sha256_memo(gguf)[:16]
     target = (cache_root or default_model_cache()) / f"{gguf.stem}-{digest}"
     if (target / "config.json").is_file():
         return target

@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from clag.errors import UserFacingError
+from clag.files import cache_home
 
 
 class LlamaServerError(UserFacingError):
@@ -45,8 +46,7 @@ BUILD_HINT = "bash scripts/install.sh llamaserver"
 
 
 def default_binary_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "clag-bench" / "bin"
+    return cache_home("bin")
 
 
 def find_binary(configured: str | None = None) -> Path:

@@ -19,6 +19,7 @@ import atexit
 import json
 import os
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,22 @@ def without_string_lengths(schema: Any) -> Any:
     if isinstance(schema, list):
         return [without_string_lengths(v) for v in schema]
     return schema
+
+
+@lru_cache(maxsize=128)
+def _grammar_source(schema_json: str, max_whitespace: int | None) -> tuple[str, str]:
+    schema = json.loads(schema_json)
+    try:
+        return "gbnf", schema_to_gbnf(schema, max_whitespace)
+    except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
+        return "json_schema", json.dumps(without_string_lengths(schema), sort_keys=True)
+
+
+def grammar_source(schema: dict[str, Any], max_whitespace: int | None) -> tuple[str, str]:
+    """What a llama.cpp engine is given for ``schema``, in process or served — one rule for both:
+    ``("gbnf", grammar)`` from :mod:`clag.llm.gbnf`, else ``("json_schema", schema as JSON)`` for
+    llama.cpp's own converter. Memoised: a run asks the same few schemas thousands of times."""
+    return _grammar_source(json.dumps(schema, sort_keys=True), max_whitespace)
 
 
 #: bump when the way schemas become grammars changes: cached outputs of the old grammars are not reused
@@ -98,12 +115,9 @@ class LlamaCppBackend:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            try:
-                self._grammars[key] = LlamaGrammar.from_string(
-                    schema_to_gbnf(schema, self.policy.max_whitespace), verbose=False)
-            except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
-                grammar_schema = json.dumps(without_string_lengths(schema), sort_keys=True)
-                self._grammars[key] = LlamaGrammar.from_json_schema(grammar_schema, verbose=False)
+            kind, source = grammar_source(schema, self.policy.max_whitespace)
+            self._grammars[key] = (LlamaGrammar.from_string(source, verbose=False) if kind == "gbnf"
+                                   else LlamaGrammar.from_json_schema(source, verbose=False))
         return self._grammars[key]
 
     def _sampling(self, request: Request) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
-from clag.files import sha256_file
+from clag.files import sha256_memo
 from clag.llm.cache import RequestCache
 from clag.llm.chunked import CHUNKED_MODELS, ChunkedModelError, cached_path
 from clag.llm.client import LLMClient
@@ -43,9 +43,8 @@ PACKAGED_MODELS: dict[str, dict[str, Any]] = {
 }
 
 
-@lru_cache(maxsize=8)
-def _verified(path: str, size: int, sha256: str) -> None:
-    digest = sha256_file(Path(path))
+def _verified(path: str, sha256: str) -> None:
+    digest = sha256_memo(Path(path))
     if digest != sha256:
         raise ModelFileError(f"{path} does not match its published sha256 ({digest[:12]}…); reinstall it")
 
@@ -58,7 +57,7 @@ def packaged_model_path(name: str) -> Path:
     path = Path(found.origin).parent / spec["file"]
     if not path.is_file() or path.stat().st_size != spec["bytes"]:
         raise ModelFileError(f"{path} is missing or truncated: run `{spec['install']}` again")
-    _verified(str(path), spec["bytes"], spec["sha256"])
+    _verified(str(path), spec["sha256"])
     return path
 
 
@@ -120,6 +119,12 @@ def _openai(cfg: Mapping[str, Any]) -> LLM:
                          retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
 
 
+def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
+    """``backend=llamacpp server=auto``: the GGUF runs on llama.cpp's own server, which batches
+    concurrent requests by itself (like any ``openai`` server)."""
+    return cfg.get("backend") == "llamacpp" and cfg.get("server") == "auto"
+
+
 def _server_spec(cfg: Mapping[str, Any]) -> Any:
     from clag.llm.llama_server import ServerSpec, find_binary
     from clag.llm.llamacpp import DEFAULT_CONTEXT, default_threads
@@ -176,15 +181,11 @@ class ServedLlamaCpp:
         return self._client.generate(requests)
 
 
-def _llama_server(cfg: Mapping[str, Any]) -> LLM:
-    return ServedLlamaCpp(cfg)
-
-
 def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
     from clag.llm.llamacpp import LlamaCppBackend
 
-    if cfg.get("server") == "auto":
-        return _llama_server(cfg)
+    if served_by_llama_server(cfg):
+        return ServedLlamaCpp(cfg)
     if cfg.get("server") not in (None, "none"):
         raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
     return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
@@ -245,7 +246,7 @@ def model_id_for(cfg: Mapping[str, Any]) -> str | None:
             location = f"{location}@{hub_revision(cfg)}"
         _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
         return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"), policy, dtype)
-    if cfg.get("backend") == "llamacpp" and cfg.get("server") == "auto":
+    if served_by_llama_server(cfg):
         return llama_server_model_id(cfg)
     if cfg.get("backend") == "llamacpp":
         from clag.llm.llamacpp import llamacpp_model_id
@@ -267,7 +268,8 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
     # a server batches continuously by itself: threads call it directly, each request in flight
     # at once; the micro-batcher would hold every caller until its whole batch returned
-    if micro_batch and str(cfg.get("backend", "hf")) != "openai" and cfg.get("server") != "auto":
+    batches_by_itself = str(cfg.get("backend", "hf")) == "openai" or served_by_llama_server(cfg)
+    if micro_batch and not batches_by_itself:
         from clag.llm.batcher import MicroBatcher
 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),

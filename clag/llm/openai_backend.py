@@ -19,6 +19,7 @@ stops the run only when errors pass ``llm.max_error_rate``.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -99,17 +100,15 @@ class OpenAIBackend:
 
     def _llamacpp_fields(self, request: Request, payload: dict[str, Any], extra: dict[str, Any]) -> None:
         """llama.cpp's names, and the in-process backend's grammar and seed default."""
-        from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
-        from clag.llm.llamacpp import without_string_lengths
+        from clag.llm.llamacpp import grammar_source
 
         extra["repeat_penalty"] = extra.pop("repetition_penalty")
         extra["cache_prompt"] = True
         payload.setdefault("seed", 0)          # the in-process backend's default; the server's is random
         if request.json_schema is not None:
-            try:
-                extra["grammar"] = schema_to_gbnf(request.json_schema, self.policy.max_whitespace)
-            except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
-                extra["json_schema"] = without_string_lengths(request.json_schema)
+            kind, source = grammar_source(request.json_schema, self.policy.max_whitespace)
+            extra["grammar" if kind == "gbnf" else "json_schema"] = (
+                source if kind == "gbnf" else json.loads(source))
 
     def _one(self, request: Request) -> Completion:
         import openai

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from clag.files import sha256_file
+from clag.files import cache_home, sha256_file
 from eval.errors import DataError
 
 ENV_VAR = "CLAG_BENCH_DATA"
@@ -40,8 +40,7 @@ def known_files() -> dict[str, KnownFile]:
 
 
 def default_cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "clag-bench" / "data"
+    return cache_home("data")
 
 
 def data_root(configured: str | os.PathLike[str] | None = None) -> Path:
