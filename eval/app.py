@@ -15,9 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from clag.errors import UserFacingError
-from clag.registry import UnknownNameError
 from eval.cli import CONFIG_DIR
-from eval.errors import ConfigError
 
 #: (overrides, message) of every job of this process that failed with a user error
 FAILED_JOBS: list[tuple[str, str]] = []
@@ -41,22 +39,17 @@ def execute(cfg: DictConfig) -> Path:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     from eval.data import load_dataset
-    from eval.methods import METHODS
+    from eval.methods import build_method
     from eval.results import claim_run_directory, config_hash, environment, write_json
     from eval.runner import describe, run_dataset, write_status
     from eval.scoring import format_summary
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    method_cfg = resolved.get("method")
-    if not method_cfg:
-        valid = ", ".join(METHODS.names()) or "none is registered yet"
-        raise ConfigError(f"choose a memory system with method=<name> (valid: {valid})")
-    try:
-        builder = METHODS.get(str(method_cfg.get("name")))
-    except UnknownNameError as exc:
-        raise ConfigError(str(exc)) from None
+    from eval.tracking import check_logger
+
+    check_logger(resolved.get("logger"))
     dataset = load_dataset(resolved["data"])
-    method = builder(resolved)
+    method = build_method(resolved)
     names = describe(resolved)
     chash = config_hash(semantic_config(resolved))
     run_dir, resumed = claim_run_directory(Path(resolved["results_root"]), names["data"], names["method"],
@@ -68,6 +61,7 @@ def execute(cfg: DictConfig) -> Path:
         env = environment({"run": resolved["seed"]})
         env["data"] = dataset.summary()
         env["profile"] = resolved.get("profile")
+        env["overrides"] = command_overrides()
         if resolved.get("llm"):
             from clag.llm.models import decoding_report
 
@@ -99,6 +93,14 @@ def execute(cfg: DictConfig) -> Path:
     print(format_summary(metrics))
     print(f"run directory: {run_dir}")
     return run_dir
+
+
+def command_overrides() -> list[str]:
+    """The overrides the command gave this job (a sweep: this job's), as Hydra parsed them: kept
+    in ``env.json`` so tables tell a method's variants (``method.memory.retriever=bm25``) apart."""
+    from hydra.core.hydra_config import HydraConfig
+
+    return list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
 
 
 class RunInterrupted(Exception):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,9 +17,9 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from eval.errors import ClagBenchError, ConfigError
+from eval.resources import config_dir
 
-CONFIG_DIR = Path(os.environ.get("CLAG_BENCH_CONFIGS",
-                                 Path(__file__).resolve().parent.parent / "configs"))
+CONFIG_DIR = config_dir()
 
 USAGE = """usage: python -m eval <command> [args]
 
@@ -157,7 +156,7 @@ def tables(args: list[str]) -> int:
         for llm in built:
             written += make_plots([r for r in used if r.llm == llm], ns.out / llm)
     for llm_tables in built.values():
-        for table in llm_tables[:3]:
+        for table in llm_tables[:4]:      # the summary, then the paper's three tables
             print(to_markdown(table))
     print(f"wrote {len(written)} files under {ns.out}")
     return 0
@@ -222,16 +221,22 @@ def check_group_choices(args: list[str]) -> None:
         group = key.lstrip("+")
         if not sep or group not in CHECKED_GROUPS or value in ("", "null"):
             continue
-        folder = CONFIG_DIR / group
-        # files with a leading underscore hold shared keys (llm/_common.yaml), not choices
-        found = folder.glob("*.yaml") if folder.is_dir() else []
-        valid = sorted(p.stem for p in found if not p.stem.startswith("_"))
+        valid = group_choices(group)
         for choice in value.strip("[]").split(","):
             if choice not in valid:
                 hint = difflib.get_close_matches(choice, valid, n=1)
                 did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-                listed = ", ".join(valid) if valid else f"none yet in {folder}"
+                listed = ", ".join(valid) if valid else f"none yet in {CONFIG_DIR / group}"
                 raise ConfigError(f"unknown {group} {choice!r}{did_you_mean}; valid: {listed}")
+
+
+def group_choices(group: str) -> list[str]:
+    """The choices of a config group: its YAML files. The only list of names there is — a method,
+    a model or a dataset exists by having a file (files with a leading underscore hold shared
+    keys, such as llm/_common.yaml, and are not choices)."""
+    folder = CONFIG_DIR / group
+    found = folder.glob("*.yaml") if folder.is_dir() else []
+    return sorted(p.stem for p in found if not p.stem.startswith("_"))
 
 
 def run(args: list[str]) -> int:

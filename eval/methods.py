@@ -1,8 +1,11 @@
-"""The method registry: a method name → a builder that makes its memory systems and answerer.
+"""From a ``method`` config to what the runner needs: fresh memories, an answerer, a ledger.
 
-A builder takes the resolved run config and returns a :class:`MethodRun`. Adding a method is
-one builder, one ``METHODS.register`` line (a lazy ``"module:attr"`` string) and one
-``configs/method/<name>.yaml``.
+A method is one YAML file, ``configs/method/<name>.yaml``, whose ``memory._target_`` names its
+memory class (Hydra instantiates it with the file's other keys, and with the shared resources
+its constructor asks for: ``embedder``, ``llm``, ``seed``, ``prompts``, ``content_format``).
+There is no second list of names: adding a method is one class and one YAML file. A method that
+needs its own runner wiring names a builder (``builder: "package.module:function"``) taking the
+resolved config and returning a :class:`MethodRun`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clag.registry import Registry
 from clag.types import MemorySystem, Question, Retrieval, Sample
 
 
@@ -42,7 +44,32 @@ class MethodRun:
 
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
-METHODS: Registry[MethodBuilder] = Registry("method")
+
+
+def build_method(cfg: Mapping[str, Any]) -> MethodRun:
+    """The method of a resolved run config: its own ``builder`` if it names one, else
+    :func:`build_standard` on its ``memory._target_``."""
+    import importlib
+
+    from eval.cli import group_choices
+    from eval.errors import ConfigError
+
+    method_cfg = cfg.get("method")
+    if not method_cfg:
+        valid = ", ".join(group_choices("method")) or "none yet"
+        raise ConfigError(f"choose a memory system with method=<name> (valid: {valid})")
+    builder = method_cfg.get("builder")
+    if builder:
+        module, _, attr = str(builder).partition(":")
+        try:
+            return getattr(importlib.import_module(module), attr)(cfg)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"method {method_cfg.get('name')!r}: builder {builder!r} not found "
+                              f"({exc})") from None
+    if not (method_cfg.get("memory") or {}).get("_target_"):
+        raise ConfigError(f"method {method_cfg.get('name')!r} names no memory class "
+                          "(method.memory._target_)")
+    return build_standard(cfg)
 
 
 def _accepted_kwargs(target: str, offered: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +161,3 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
 
     return MethodRun(make_memory, answerer, ledger_report, client.scope,
                      bool(cfg.get("batching", {}).get("prefetch_ingest", False)))
-
-
-for _name in ("rag", "amem", "gam", "memoryos", "clag", "clag_kmeans", "clag_cosine", "clag_plus"):
-    METHODS.register(_name, "eval.methods:build_standard")

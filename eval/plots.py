@@ -26,13 +26,13 @@ def _save(fig, folder: Path, name: str) -> list[Path]:
 
 def f1_by_method(runs: list[RunRecord], folder: Path, seed: int = 0) -> list[Path]:
     datasets = sorted({r.data for r in runs})
-    methods = sorted({r.method for r in runs})
+    methods = sorted({r.label for r in runs})
     fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(datasets) * max(1, len(methods)) / 2), 3.2))
     width = 0.8 / max(1, len(methods))
     for m, method in enumerate(methods):
         means, lows, highs = [], [], []
         for data in datasets:
-            run = next((r for r in runs if r.method == method and r.data == data), None)
+            run = next((r for r in runs if r.label == method and r.data == data), None)
             values = np.array(list(run.per_question("f1").values())) if run else np.array([])
             if values.size:
                 ci = bootstrap_mean(values, seed=seed)
@@ -58,7 +58,7 @@ def clag_clusters(runs: list[RunRecord], folder: Path) -> list[Path]:
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.2))
     for run in clag_runs:
         sizes = [size for s in run.memory_stats for size in s.get("cluster_sizes", {}).values()]
-        left.hist(sizes, bins=20, alpha=0.5, label=f"{run.method}/{run.data}")
+        left.hist(sizes, bins=20, alpha=0.5, label=f"{run.label}/{run.data}")
         reduction: dict[str, list[float]] = defaultdict(list)
         for row in run.predictions:
             debug = row.get("retrieval_debug", {})
@@ -67,7 +67,7 @@ def clag_clusters(runs: list[RunRecord], folder: Path) -> list[Path]:
                 reduction[row["sample_id"]].append(1 - debug.get("search_space_size", total) / total)
         streams = sorted(reduction)
         right.plot(range(len(streams)), [100 * np.mean(reduction[s]) for s in streams], marker="o",
-                   label=f"{run.method}/{run.data}")
+                   label=f"{run.label}/{run.data}")
     left.set_xlabel("cluster size (notes)")
     left.set_ylabel("clusters")
     right.set_xlabel("stream")
@@ -79,10 +79,10 @@ def clag_clusters(runs: list[RunRecord], folder: Path) -> list[Path]:
 
 def cost_per_method(runs: list[RunRecord], folder: Path) -> list[Path]:
     labels, calls, tokens = [], [], []
-    for run in sorted(runs, key=lambda r: (r.data, r.method)):
+    for run in sorted(runs, key=lambda r: (r.data, r.label)):
         questions = max(run.metrics.get("questions", 0), 1)
         total = run.ledger.get("total", {})
-        labels.append(f"{run.method}\n{run.data}")
+        labels.append(f"{run.label}\n{run.data}")
         calls.append(total.get("calls", 0) / questions)
         tokens.append((total.get("prompt_tokens", 0) + total.get("completion_tokens", 0)) / questions)
     fig, (left, right) = plt.subplots(1, 2, figsize=(max(6, 0.9 * len(labels)), 3.2))

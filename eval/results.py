@@ -162,3 +162,38 @@ class PredictionLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: per-question columns of :func:`load` before the scores (one column per metric after them)
+QUESTION_COLUMNS = ("run", "method", "variant", "data", "llm", "profile", "on_subset", "sample_id",
+                    "question_id", "category", "question", "answer", "prediction")
+
+
+def load(runs_root: str | os.PathLike[str] = "results/runs", latest: bool = True):
+    """Every scored question of the complete runs under ``runs_root`` as a pandas DataFrame: one
+    row per question, with its run's method (a variant as its own label), data, llm, profile and
+    whether the run used a subset, then one column per metric (0–1, NaN where a metric does not
+    apply). ``latest``: only the latest run per method × data × llm, as the tables use.
+
+        >>> df = load("results/runs")
+        >>> df.groupby(["data", "method"])["f1"].mean().unstack()
+    """
+    import pandas as pd
+
+    from eval.runs import find_runs, latest_runs
+
+    runs = find_runs(Path(runs_root))
+    if latest:
+        runs = list(latest_runs(runs).values())
+    rows = []
+    for run in runs:
+        shared = {"run": run.path.name, "method": run.label, "variant": run.variant, "data": run.data,
+                  "llm": run.llm, "profile": run.profile, "on_subset": run.on_subset}
+        for record in run.predictions:
+            row = {**shared, **{k: record.get(k) for k in QUESTION_COLUMNS if k not in shared}}
+            row.update(record.get("scores") or {})
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=list(QUESTION_COLUMNS))
+    return frame

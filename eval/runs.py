@@ -20,7 +20,25 @@ class RunRecord:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        return self.method, self.data, self.llm
+        """(method, data, llm); a variant's method reads ``rag [retriever=bm25]``: its own row."""
+        return self.label, self.data, self.llm
+
+    @property
+    def label(self) -> str:
+        """The method as tables and plots show it: its directory name, plus its variant if any."""
+        return f"{self.method} [{self.variant}]" if self.variant else self.method
+
+    @property
+    def variant(self) -> str:
+        """The method options the run's command changed, shortened (``method.memory.retriever=bm25``
+        → ``retriever=bm25``); empty for the method as its config file defines it."""
+        changed = []
+        for override in self.env.get("overrides") or []:
+            key, _, value = override.lstrip("+~").partition("=")
+            if key.startswith("method."):
+                short = key.removeprefix("method.").removeprefix("memory.")
+                changed.append(f"{short}={value}" if value else f"~{short}")
+        return ",".join(sorted(changed))
 
     @property
     def profile(self) -> str:
@@ -46,6 +64,14 @@ class RunRecord:
     @cached_property
     def status(self) -> dict[str, Any]:
         return self._json("status.json")
+
+    @cached_property
+    def env(self) -> dict[str, Any]:
+        """``env.json`` (empty for runs written before it existed)."""
+        try:
+            return self._json("env.json")
+        except (OSError, ValueError):
+            return {}
 
     @cached_property
     def metrics(self) -> dict[str, Any]:

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.resources import paper_dir
 from eval.runner import DEFAULT_PROFILE, method_label
 from eval.runs import RunRecord, find_runs, latest_runs
-from eval.stats import Interval, paired_difference
+from eval.stats import Interval, bootstrap_mean, paired_difference
 
-PAPER_DIR = Path(__file__).resolve().parent.parent / "results" / "paper"
+PAPER_DIR = paper_dir()
 REFERENCE_METHOD = "clag"
 #: ingest-time call tags, for ledgers written before calls were also counted by phase
 INGEST_TAGS = ("note", "evolve", "route", "profile", "gam_memorize", "memoryos_continuity", "memoryos_meta",
@@ -61,9 +62,19 @@ class OnSubset:
     value: float
 
 
+@dataclass(frozen=True)
+class Mean:
+    """A mean with its bootstrap 95% CI, shown ×100 without a sign (differences keep theirs)."""
+
+    interval: Interval
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, Mean):
+        i = value.interval
+        return f"{100 * i.estimate:.2f} [{100 * i.low:.2f}, {100 * i.high:.2f}]"
     if isinstance(value, OnSubset):
         return f"{value.value:.2f}{SUBSET_MARK}"
     if isinstance(value, float):
@@ -111,8 +122,9 @@ def to_csv(table: Table) -> str:
                 cells.append(f"{value.value:.4f}{SUBSET_MARK}")
             elif isinstance(value, float):
                 cells.append(f"{value:.4f}")
-            elif isinstance(value, Interval):
-                cells.append(f"{100 * value.estimate:.4f} [{100 * value.low:.4f}, {100 * value.high:.4f}]")
+            elif isinstance(value, (Interval, Mean)):
+                i = value.interval if isinstance(value, Mean) else value
+                cells.append(f"{100 * i.estimate:.4f} [{100 * i.low:.4f}, {100 * i.high:.4f}]")
             else:
                 cells.append(str(value))
         writer.writerow(cells)
@@ -129,7 +141,8 @@ def read_published(name: str, paper_dir: Path = PAPER_DIR) -> list[dict[str, str
 
 def _versus_reference(runs: dict, method: str, data: str, llm: str, metric: str,
                       resamples: int, seed: int) -> Interval | None:
-    baseline = method_label(REFERENCE_METHOD, method.partition("@")[2] or None)
+    profile = method.partition(" [")[0].partition("@")[2] or None     # "clag@reference [k=v]"
+    baseline = method_label(REFERENCE_METHOD, profile)
     run, reference = runs.get((method, data, llm)), runs.get((baseline, data, llm))
     if run is None or reference is None or method == baseline:
         return None
@@ -239,15 +252,70 @@ def cost(runs: dict, llm: str) -> Table:
                   "costs on runs whose 'streams restored' is 0."])
 
 
+#: the order methods are listed in (others follow, sorted)
+METHOD_ORDER = ("rag", "gam", "memoryos", "amem", "clag", "clag_kmeans", "clag_cosine", "clag_plus")
+
+
+def _method_order(label: str) -> tuple[int, str]:
+    name = label.partition(" [")[0].partition("@")[0]
+    return (METHOD_ORDER.index(name) if name in METHOD_ORDER else len(METHOD_ORDER)), label
+
+
+def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -> Table:
+    """Every method × dataset of one LLM from :func:`eval.results.load`'s rows: F1 with its
+    bootstrap CI, BLEU-1, R@10, and F1's paired difference from CLAG (same profile) on the same
+    questions; ``all`` pools a method's questions over the datasets it ran on."""
+    rows: list[list[Any]] = []
+    if frame.empty:
+        return Table("summary", f"Every method, every dataset ({llm})", [], [], ["No complete runs."])
+    frame = frame[frame["llm"] == llm].copy()
+    frame["qkey"] = (frame["data"] + "::" + frame["sample_id"].astype(str) + "::"
+                     + frame["question_id"].astype(str))
+    datasets = sorted(frame["data"].unique())
+    for data in [*datasets, "all"]:
+        part = frame if data == "all" else frame[frame["data"] == data]
+        for method in sorted(part["method"].unique(), key=_method_order):
+            mine = part[part["method"] == method]
+            if data == "all" and mine["data"].nunique() < 2:
+                continue
+            f1 = mine["f1"].dropna()
+            profile = method.partition(" [")[0].partition("@")[2] or None
+            baseline = part[part["method"] == method_label(REFERENCE_METHOD, profile)]
+            versus = None
+            if method != method_label(REFERENCE_METHOD, profile) and not baseline.empty:
+                versus = paired_difference(dict(zip(mine["qkey"], mine["f1"])),
+                                           dict(zip(baseline["qkey"], baseline["f1"])), resamples, seed)
+
+            def mean(column: str, rows_: Any = mine) -> float | None:
+                values = rows_[column].dropna() if column in rows_ else []
+                return float(100 * values.mean()) if len(values) else None
+
+            rows.append([method, data, len(mine),
+                         Mean(bootstrap_mean(f1.to_numpy(), resamples, seed)) if len(f1) else None,
+                         mean("bleu1"), mean("recall@10"), versus])
+    notes = ["F1 [95% CI]: bootstrap over questions; vs CLAG: paired bootstrap over the questions both "
+             "answered (F1 difference, 95% CI). Values ×100."]
+    subset_runs = sorted(frame.loc[frame["on_subset"], "data"].unique())
+    if subset_runs:
+        notes.append(f"Runs on a subset (data.subset.*): {', '.join(subset_runs)} — not the paper's "
+                     "full datasets.")
+    columns = ["Method", "Data", "Questions", "F1 [95% CI]", "BLEU-1", "R@10", "F1 vs CLAG (95% CI)"]
+    return Table("summary", f"Every method, every dataset ({llm})", columns, rows, notes)
+
+
 def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPER_DIR,
                  resamples: int = 2000, seed: int = 0,
                  profile: str = DEFAULT_PROFILE) -> dict[str, list[Table]]:
     """Tables per LLM found among the runs (or only ``llm``), paper tables from one profile's runs."""
+    from eval.results import load
+
     runs = latest_runs(find_runs(runs_root))
+    frame = load(runs_root)
     llms = sorted({key[2] for key in runs}) if llm is None else [llm]
     out: dict[str, list[Table]] = {}
     for name in llms:
-        tables = [paper_table(t, runs, name, paper_dir, resamples, seed, profile) for t in PAPER_TABLES]
+        tables = [method_summary(frame, name, resamples, seed)]
+        tables += [paper_table(t, runs, name, paper_dir, resamples, seed, profile) for t in PAPER_TABLES]
         tables += [locomo_categories(runs, name), retrieval_all(runs, name), cost(runs, name)]
         out[name] = tables
     return out

@@ -13,10 +13,26 @@ from pathlib import Path
 from typing import Any
 
 
+def check_logger(logger_cfg: dict[str, Any] | None) -> None:
+    """Refuse ``logger=wandb`` without wandb before a run starts (it is an extra), not after it."""
+    if not _tracking(logger_cfg):
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("wandb") is None:
+        from eval.errors import ConfigError
+
+        raise ConfigError("logger=wandb needs wandb: pip install -e '.[wandb]' (or logger=none)")
+
+
+def _tracking(logger_cfg: dict[str, Any] | None) -> bool:
+    return bool(logger_cfg) and logger_cfg.get("name") == "wandb" and logger_cfg.get("mode") != "disabled"
+
+
 def log_run(logger_cfg: dict[str, Any] | None, resolved: dict[str, Any], run_dir: Path,
             metrics: dict[str, Any], ledger: dict[str, Any]) -> str | None:
     """Log one finished run; returns the wandb run directory, or None when not tracking."""
-    if not logger_cfg or logger_cfg.get("name") != "wandb" or logger_cfg.get("mode") == "disabled":
+    if not _tracking(logger_cfg):
         return None
     try:
         import wandb

@@ -49,13 +49,13 @@ def compose(overrides: list[str]) -> dict:
 def run_mode(name: str, base: list[str]) -> dict:
     from clag.llm.models import build_backend
     from eval.data import load_dataset
-    from eval.methods import METHODS
+    from eval.methods import build_method
     from eval.runner import run_dataset
 
     cfg = compose([*base, *MODES[name]])
     dataset = load_dataset(cfg["data"])
     build_backend(cfg["llm"])                       # loaded once per process, outside the timing
-    method = METHODS.get(cfg["method"]["name"])(cfg)
+    method = build_method(cfg)
     concurrency = cfg["concurrency"]
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

@@ -102,12 +102,12 @@ def method_memory(method: str):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from eval.methods import METHODS
+    from eval.methods import build_method
 
     with initialize_config_dir(str(Path(__file__).resolve().parent.parent / "configs"), version_base=None):
         cfg = compose("config", overrides=[f"method={method}", "llm.backend=scripts.bench_ingest:build",
                                            "llm.cache_path=null", "batching.prefetch_ingest=false"])
-    return METHODS.get(method)(OmegaConf.to_container(cfg, resolve=True))
+    return build_method(OmegaConf.to_container(cfg, resolve=True))
 
 
 def measure(method: str, turns, window: int) -> list[dict[str, Any]]:

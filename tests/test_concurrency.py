@@ -91,6 +91,7 @@ def cli_run(root, data_root, method, *overrides):
     return run_dir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["clag", "gam"])
 def test_batched_and_concurrent_runs_equal_the_one_at_a_time_run(method, data_root, tmp_path):
     one = cli_run(tmp_path / "one", data_root, method, "concurrency.streams=1", "concurrency.questions=1",

@@ -2,7 +2,11 @@
 
 import json
 
+import pytest
+
 from tests.test_cli import cli
+
+pytestmark = pytest.mark.slow      # real models or CLI subprocesses: the full suite, not the fast tier
 
 
 def _run(tmp_path, data_root):

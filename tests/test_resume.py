@@ -45,6 +45,7 @@ def reference(data_root, tmp_path_factory):
     return only_run_dir(root), time.monotonic() - started
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trial", range(2))
 def test_sigkill_then_resume_gives_byte_identical_results(trial, reference, data_root, tmp_path):
     ref_dir, duration = reference
@@ -77,6 +78,7 @@ def test_sigkill_then_resume_gives_byte_identical_results(trial, reference, data
         assert "resuming the interrupted run" in out
 
 
+@pytest.mark.slow
 def test_two_runs_at_once_write_separate_directories(data_root, tmp_path):
     procs = [subprocess.Popen(command(tmp_path), cwd=REPO, env=environment(data_root), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 from clag.types import Retrieval
 from eval.app import execute
 from eval.cli import compose
-from eval.methods import METHODS, Answer, MethodRun
+from eval.methods import Answer, MethodRun
 from eval.scoring import read_predictions, score_rows
 
 
@@ -44,16 +44,11 @@ def build_scripted(cfg):
     return MethodRun(lambda sample: OverlapMemory(), answer, lambda: {"answer": {"calls": calls["answer"]}})
 
 
-@pytest.fixture
-def scripted_method(monkeypatch):
-    monkeypatch.setitem(METHODS._targets, "scripted", build_scripted)
-
-
-def test_a_run_writes_the_full_results_layout(tmp_path, data_root, scripted_method):
+def test_a_run_writes_the_full_results_layout(tmp_path, data_root):
     cfg = OmegaConf.create(compose([
         "data=bioasq", f"data.root={data_root}", "data.subset.samples=1", "data.subset.questions_per_sample=5",
         "~llm", f"results_root={tmp_path}", f"snapshot_dir={tmp_path / 'snapshots'}", "progress=false"]))
-    cfg.method = {"name": "scripted"}
+    cfg.method = {"name": "scripted", "builder": "tests.test_runner:build_scripted"}
     run_dir = execute(cfg)
     assert run_dir.parent == tmp_path / "bioasq" / "scripted" / "none"
     names = {p.name for p in run_dir.iterdir()}

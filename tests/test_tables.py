@@ -182,3 +182,30 @@ def test_clag_plus_is_clag_with_only_the_named_repairs():
     assert changed == {"constrain_cluster_ids", "route_example_id", "stage2_rerank", "stale_centroids"}
     assert (plus["constrain_cluster_ids"], plus["route_example_id"], plus["stage2_rerank"],
             plus["stale_centroids"]) == (True, "candidate", True, False)
+
+
+def test_load_gives_one_row_per_question_and_the_summary_pairs_methods_with_clag(runs_root):
+    from eval.results import load
+    from eval.tables import method_summary
+
+    make_run(runs_root, "locomo", "clag", "tiny", "20260101-000000-ffff", ["a"] * 2, ["a"] * 2)
+    make_run(runs_root, "locomo", "clag_cosine", "tiny", "20260101-000000-gggg", ["a", "b"], ["a", "a"])
+    frame = load(runs_root)
+    assert len(frame) == 12 and {"method", "data", "llm", "profile", "f1", "recall@10"} <= set(frame.columns)
+    assert frame.groupby(["data", "method"])["f1"].mean().to_dict() == {
+        ("bioasq", "clag"): 1.0, ("bioasq", "clag_cosine"): pytest.approx(2 / 3),
+        ("locomo", "clag"): 1.0, ("locomo", "clag_cosine"): 0.5}
+    rows = {(r[0], r[1]): r for r in method_summary(frame, "tiny", resamples=100).rows}
+    assert rows[("clag_cosine", "locomo")][2] == 2 and rows[("clag", "locomo")][6] is None
+    versus = rows[("clag_cosine", "all")][6]            # pooled over both datasets: 6 paired questions
+    assert versus.n == 6 and versus.estimate == pytest.approx((4 * (2 / 3 - 1) + (0 - 1)) / 6)
+
+
+def test_a_method_variant_is_its_own_row_not_the_latest_run(runs_root):
+    variant = make_run(runs_root, "bioasq", "clag", "tiny", "20260109-000000-hhhh", ["nope"] * 4, ["x y"] * 4)
+    (variant / "env.json").write_text(json.dumps({"overrides": ["data=bioasq", "method.memory.retrieve_k=5"]}))
+    runs = latest_runs(find_runs(runs_root))
+    assert runs[("clag", "bioasq", "tiny")].mean("f1") == 100.0          # the default is not replaced
+    assert runs[("clag [retrieve_k=5]", "bioasq", "tiny")].mean("f1") == 0.0
+    ablation = paper_table("clustering_ablation", runs, "tiny", resamples=50)
+    assert next(r for r in ablation.rows if r[0] == "CLAG (agentic)")[3] == 100.0

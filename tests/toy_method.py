@@ -1,0 +1,28 @@
+"""A whole memory method in one class (the README's "Adding a method"): keeps every turn and
+retrieves the ``k`` that share the most words with the question. No LLM at ingest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clag.types import Question, Retrieval, Turn
+
+
+class WordOverlapMemory:
+    def __init__(self, k: int = 10) -> None:
+        self.k = k
+        self.turns: list[Turn] = []
+
+    def ingest(self, turn: Turn) -> None:
+        self.turns.append(turn)
+
+    def finalize(self) -> None:
+        pass
+
+    def retrieve(self, question: Question) -> Retrieval:
+        words = set(question.text.lower().split())
+        ranked = sorted(self.turns, key=lambda t: -len(words & set(t.text.lower().split())))[: self.k]
+        return Retrieval([t.id for t in ranked], "\n".join(t.text for t in ranked))
+
+    def stats(self) -> dict[str, Any]:
+        return {"memories": len(self.turns)}
