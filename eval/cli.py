@@ -72,11 +72,11 @@ def _dataset_line(summary: dict[str, Any]) -> str:
 
 
 def data_verify(overrides: list[str]) -> int:
-    from eval.data import DATASETS, load_dataset
+    from eval.data import load_dataset
 
     failures = 0
-    names = [n for n in ("locomo", "hotpotqa", "bioasq") if n in DATASETS]
-    names += [n for n in DATASETS.names() if n not in names]
+    names = [n for n in ("locomo", "hotpotqa", "bioasq") if n in group_choices("data")]
+    names += [n for n in group_choices("data") if n not in names]
     for name in names:
         try:
             cfg = compose([f"data={name}", *overrides])

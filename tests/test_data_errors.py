@@ -84,9 +84,13 @@ def test_data_root_falls_back_to_the_environment(tmp_path, monkeypatch):
         data_root(tmp_path / "typo")
 
 
-def test_unknown_dataset_lists_the_valid_ones():
+def test_unknown_dataset_lists_the_valid_ones_and_a_config_without_loader_says_so():
+    from eval.cli import check_group_choices
+
     with pytest.raises(ConfigError, match="valid: bioasq, hotpotqa, locomo"):
-        load_dataset({"name": "locomoo"})
+        check_group_choices(["data=locomoo"])
+    with pytest.raises(ConfigError, match="names no loader"):
+        load_dataset({"name": "mine"})
 
 
 def test_download_verifies_before_the_file_appears(tmp_path):

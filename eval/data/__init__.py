@@ -1,72 +1,38 @@
 """Dataset loaders behind one registry, all producing :class:`~eval.data.contract.Dataset`.
 
-``load_dataset(data_cfg)`` takes the ``data`` group of the Hydra config (``configs/data/*.yaml``).
+``load_dataset(data_cfg)`` takes the ``data`` group of the Hydra config (``configs/data/*.yaml``):
+its ``loader._target_`` is the function that builds the dataset (Hydra calls it with the
+loader's other keys and ``root=<data root>``), so a dataset exists by having a YAML file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clag.registry import Registry, UnknownNameError
+from clag.errors import UserFacingError
 from eval.data.contract import Dataset, select
 from eval.data.sources import data_root
 from eval.errors import ConfigError
 
-Loader = Callable[[Path, Mapping[str, Any]], Dataset]
-DATASETS: Registry[Loader] = Registry("dataset")
-
-
-def _locomo(root: Path, cfg: Mapping[str, Any]) -> Dataset:
-    from eval.data.locomo import load_locomo
-
-    return load_locomo(root, file=cfg.get("file") or "locomo/locomo10.json",
-                       allow_download=bool(cfg.get("download", True)),
-                       caption_rule=str(cfg.get("caption_rule") or "reference"))
-
-
-def _hotpotqa(root: Path, cfg: Mapping[str, Any]) -> Dataset:
-    from eval.data import hotpotqa
-
-    source = cfg.get("source", "paper")
-    download = bool(cfg.get("download", True))
-    if source == "paper":
-        return hotpotqa.load_hotpot200(root, cfg.get("file") or hotpotqa.PAPER_FILE, download)
-    chunking = {"chunk_size": int(cfg.get("chunk_size", 20)),
-                "num_chunks": int(cfg.get("num_chunks", 10)),
-                "seed": cfg.get("shuffle_seed")}
-    if source == "raw":
-        return hotpotqa.load_hotpot_raw(root, cfg.get("raw_file") or hotpotqa.RAW_FILE,
-                                        allow_download=download, **chunking)
-    if source == "hub":
-        return hotpotqa.load_hotpot_hub(**chunking)
-    raise ConfigError(f"unknown data.source {source!r} for hotpotqa; valid: paper, raw, hub")
-
-
-def _bioasq(root: Path, cfg: Mapping[str, Any]) -> Dataset:
-    from eval.data.bioasq import DEFAULT_GLOB, load_bioasq
-
-    return load_bioasq(root, golden_glob=cfg.get("golden_glob") or DEFAULT_GLOB,
-                       chunk_size=int(cfg.get("chunk_size", 20)),
-                       num_chunks=int(cfg.get("num_chunks", 10)),
-                       seed=int(cfg.get("seed", 42)),
-                       dedup_snippets=bool(cfg.get("dedup_snippets", True)))
-
-
-DATASETS.register("locomo", _locomo)
-DATASETS.register("hotpotqa", _hotpotqa)
-DATASETS.register("bioasq", _bioasq)
-
 
 def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
     """Load the dataset a ``data`` config names, then apply its subset options."""
-    name = cfg.get("name")
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    loader = cfg.get("loader")
+    if not isinstance(loader, Mapping) or not loader.get("_target_"):
+        raise ConfigError(f"data {cfg.get('name')!r} names no loader (data.loader._target_)")
+    root = data_root(cfg.get("root"))
     try:
-        loader = DATASETS.get(str(name))
-    except UnknownNameError as exc:
-        raise ConfigError(str(exc)) from None
-    dataset = loader(data_root(cfg.get("root")), cfg)
+        dataset = instantiate(dict(loader), root=root, _convert_="all")
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        if isinstance(cause, UserFacingError):     # the loader's own one-line error (a missing file …)
+            raise cause from None
+        raise ConfigError(f"data {cfg.get('name')!r}: {cause or exc}") from None
     subset = cfg.get("subset") or {}
     if any(v is not None for v in dict(subset).values()):
         dataset = select(
@@ -108,4 +74,4 @@ def as_hf_dataset(dataset: Dataset, cache_dir: Path | None = None):
     return hf
 
 
-__all__ = ["DATASETS", "Dataset", "as_hf_dataset", "load_dataset", "select"]
+__all__ = ["Dataset", "as_hf_dataset", "load_dataset", "select"]

@@ -25,6 +25,19 @@ PAPER_FILE = "hotpotqa/hotpot_200.json"
 RAW_FILE = "hotpotqa/hotpot_dev_distractor_500.jsonl"
 
 
+def load_hotpotqa(root: Path, source: str = "paper", file: str = PAPER_FILE, raw_file: str = RAW_FILE,
+                  chunk_size: int = 20, num_chunks: int = 10, shuffle_seed: int | None = None,
+                  allow_download: bool = True) -> Dataset:
+    """``data=hotpotqa``'s loader: the paper's file, or chunks built from raw records or the hub."""
+    if source == "paper":
+        return load_hotpot200(root, file, allow_download)
+    if source == "raw":
+        return load_hotpot_raw(root, raw_file, chunk_size, num_chunks, shuffle_seed, allow_download)
+    if source == "hub":
+        return load_hotpot_hub(chunk_size, num_chunks, shuffle_seed)
+    raise DataError(f"unknown data.source {source!r} for hotpotqa; valid: paper, raw, hub")
+
+
 def load_hotpot200(root: Path, file: str = PAPER_FILE, allow_download: bool = True) -> Dataset:
     """The paper's own subset, exactly as it evaluated it."""
     return load_layout_file("hotpotqa", root, file, allow_download)
