@@ -109,56 +109,46 @@ class ResearchState:
     shown_turns: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class GAMOptions:
+    """GAM's options (configs/method/gam.yaml): the constructor's schema, checked once here."""
+
+    max_iters: int = 3
+    keyword_top_k: int = 5
+    vector_top_k: int = 5
+    max_page_index: int = 5
+    bm25_k1: float = 0.9
+    bm25_b: float = 0.4
+    max_page_words: int = 1500
+    page_format: str = "auto"
+    memory_temperature: float = 0.3
+    memory_max_tokens: int = 256
+    research_temperature: float = 0.3
+    research_max_tokens: int = 2048
+    structured_output: str = "schema"
+    memory_context_pages: int = 40
+    plan_pages: int = 40
+    evidence_budget_words: int = 1500
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUT}, "
+                             f"not {self.structured_output!r}")
+        if self.page_format not in PAGE_FORMATS:
+            raise ValueError(f"page_format must be one of {PAGE_FORMATS}, not {self.page_format!r}")
+        if self.max_iters < 1 or self.max_page_words < 1 or self.evidence_budget_words < 1:
+            raise ValueError("max_iters, max_page_words and evidence_budget_words must be positive")
+
+
 class GAMMemory:
     #: retrieval reads memory only, so a stream's questions may run concurrently
     concurrent_reads = True
 
-    def __init__(
-        self,
-        llm: LLMClient,
-        embedder: Embedder,
-        max_iters: int = 3,
-        keyword_top_k: int = 5,
-        vector_top_k: int = 5,
-        max_page_index: int = 5,
-        bm25_k1: float = 0.9,
-        bm25_b: float = 0.4,
-        max_page_words: int = 1500,
-        page_format: str = "auto",
-        memory_temperature: float = 0.3,
-        memory_max_tokens: int = 256,
-        research_temperature: float = 0.3,
-        research_max_tokens: int = 2048,
-        structured_output: str = "schema",
-        memory_context_pages: int = 40,
-        plan_pages: int = 40,
-        evidence_budget_words: int = 1500,
-    ) -> None:
-        if structured_output not in STRUCTURED_OUTPUT:
-            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUT}, "
-                             f"not {structured_output!r}")
-        if page_format not in PAGE_FORMATS:
-            raise ValueError(f"page_format must be one of {PAGE_FORMATS}, not {page_format!r}")
-        if max_iters < 1 or max_page_words < 1 or evidence_budget_words < 1:
-            raise ValueError("max_iters, max_page_words and evidence_budget_words must be positive")
+    def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
+        self.options = GAMOptions(**options)
+        self._schemas = self.options.structured_output == "schema"     # JSON schemas on the calls
         self.llm = llm
         self.embedder = embedder
-        self.max_iters = max_iters
-        self.keyword_top_k = keyword_top_k
-        self.vector_top_k = vector_top_k
-        self.max_page_index = max_page_index
-        self.bm25_k1 = bm25_k1
-        self.bm25_b = bm25_b
-        self.max_page_words = max_page_words
-        self.page_format = page_format
-        self.memory_temperature = memory_temperature
-        self.memory_max_tokens = memory_max_tokens
-        self.research_temperature = research_temperature
-        self.research_max_tokens = research_max_tokens
-        self.structured_output = structured_output
-        self.memory_context_pages = memory_context_pages
-        self.plan_pages = plan_pages
-        self.evidence_budget_words = evidence_budget_words
         self.pages: list[Page] = []
         self._buffer: list[Turn] = []
         self._bm25: LuceneBM25 | None = None
@@ -172,7 +162,7 @@ class GAMMemory:
     def ingest(self, turn: Turn) -> None:
         if self._buffer and (turn.session != self._buffer[-1].session or
                              sum(word_count(t.text) for t in self._buffer) + word_count(turn.text)
-                             > self.max_page_words):
+                             > self.options.max_page_words):
             self._close_page()
         self._buffer.append(turn)
 
@@ -182,8 +172,8 @@ class GAMMemory:
         self._build_indexes()
 
     def _dialogue(self, turns: Sequence[Turn]) -> bool:
-        if self.page_format != "auto":
-            return self.page_format == "dialogue"
+        if self.options.page_format != "auto":
+            return self.options.page_format == "dialogue"
         return len({t.speaker for t in turns}) > 1
 
     def _close_page(self) -> None:
@@ -203,23 +193,25 @@ class GAMMemory:
 
     def _request(self, prompt: str, schema: dict[str, Any], tag: str, temperature: float,
                  max_tokens: int) -> Request:
-        if self.structured_output == "schema":
+        if self.options.structured_output == "schema":
             return Request(prompt=prompt, json_schema=schema, temperature=temperature,
                            max_tokens=max_tokens, tag=tag)
         return Request(prompt=prompt, parse_schema=schema, temperature=temperature,
                        max_tokens=max_tokens, tag=tag)
 
     def _memorize(self, page: Page) -> str:
-        earlier = self.pages[-self.memory_context_pages:] if self.memory_context_pages > 0 else []
+        context_pages = self.options.memory_context_pages
+        earlier = self.pages[-context_pages:] if context_pages > 0 else []
         context = "\n".join(f"Page {p.index}: {p.abstract}" for p in earlier)
-        as_json = self.structured_output == "schema"
+        as_json = self.options.structured_output == "schema"
         prompt = prompts.memorize_prompt(page.content, context, as_json=as_json)
         if as_json:
             request = Request(prompt=prompt, json_schema=prompts.memorize_schema(), tag="gam_memorize",
-                              temperature=self.memory_temperature, max_tokens=self.memory_max_tokens)
+                              temperature=self.options.memory_temperature,
+                              max_tokens=self.options.memory_max_tokens)
         else:   # the reference's memorizer answers in plain text
-            request = Request(prompt=prompt, tag="gam_memorize", temperature=self.memory_temperature,
-                              max_tokens=self.memory_max_tokens)
+            request = Request(prompt=prompt, tag="gam_memorize", temperature=self.options.memory_temperature,
+                              max_tokens=self.options.memory_max_tokens)
         completion = self.llm.generate([request])[0]
         if as_json:
             value = (completion.parsed or {}).get("abstract")
@@ -236,7 +228,7 @@ class GAMMemory:
             return
         if self.pages:
             tokenized = [bm25_tokens(p.content) for p in self.pages]
-            self._bm25 = LuceneBM25(tokenized, k1=self.bm25_k1, b=self.bm25_b)
+            self._bm25 = LuceneBM25(tokenized, k1=self.options.bm25_k1, b=self.options.bm25_b)
             self._index = VectorIndex(self.embedder.dim, "cosine")
             self._index.add(range(len(self.pages)), np.stack([p.vector for p in self.pages]))
         self._indexed = len(self.pages)
@@ -266,14 +258,14 @@ class GAMMemory:
     def page_reads(self, indices: Sequence[int]) -> list[Hit]:
         """Direct reads; numbers that name no page (invented ones) are skipped. Score 0, as in GAM."""
         valid = [i for i in dict.fromkeys(indices) if 0 <= i < len(self.pages)]
-        return [Hit(i, 0.0, "page_index") for i in valid[:self.max_page_index]]
+        return [Hit(i, 0.0, "page_index") for i in valid[:self.options.max_page_index]]
 
     def search(self, plan: dict[str, list[Any]]) -> list[Hit]:
         hits: list[Hit] = []
         if "keyword" in plan["tools"] and plan["keyword_collection"]:
-            hits += self.keyword_search(" ".join(plan["keyword_collection"]), self.keyword_top_k)
+            hits += self.keyword_search(" ".join(plan["keyword_collection"]), self.options.keyword_top_k)
         if "vector" in plan["tools"] and plan["vector_queries"]:
-            hits += self.vector_search(plan["vector_queries"], self.vector_top_k)
+            hits += self.vector_search(plan["vector_queries"], self.options.vector_top_k)
         if "page_index" in plan["tools"] and plan["page_index"]:
             hits += self.page_reads(plan["page_index"])
         best: dict[int, Hit] = {}
@@ -286,14 +278,14 @@ class GAMMemory:
 
     def _plan_memory(self, request: str) -> str:
         pages = self.pages
-        if len(pages) > self.plan_pages and self._index is not None:
-            ids, _ = self._index.search(self.embedder.encode_one(request), self.plan_pages)
+        if len(pages) > self.options.plan_pages and self._index is not None:
+            ids, _ = self._index.search(self.embedder.encode_one(request), self.options.plan_pages)
             pages = [self.pages[i] for i in sorted(ids)]
         return "\n".join(f"Page {p.index}: {p.abstract}" for p in pages)
 
     def plan(self, request: str) -> dict[str, list[Any]]:
         completion = self._ask(prompts.plan_prompt(request, self._plan_memory(request)),
-                               prompts.plan_schema(self.structured_output == "schema"), "gam_plan")
+                               prompts.plan_schema(self.options.structured_output == "schema"), "gam_plan")
         data = completion.parsed or {}     # unparsable → the reference's empty plan
 
         def strings(key: str) -> list[str]:
@@ -314,8 +306,8 @@ class GAMMemory:
         """The integrate step's evidence under the word budget, and the turns it shows."""
         pages = [self.pages[h.page] for h in hits]
         total = sum(word_count(line) for p in pages for line in p.lines)
-        query = self.embedder.encode_one(question) if total > self.evidence_budget_words else None
-        remaining = self.evidence_budget_words
+        query = self.embedder.encode_one(question) if total > self.options.evidence_budget_words else None
+        remaining = self.options.evidence_budget_words
         blocks: list[str] = []
         shown: list[str] = []
         for n, (hit, page) in enumerate(zip(hits, pages)):
@@ -351,7 +343,7 @@ class GAMMemory:
     def integrate(self, question: str, hits: Sequence[Hit], state: ResearchState) -> ResearchState:
         evidence, shown = self.evidence(hits, question)
         completion = self._ask(prompts.integrate_prompt(question, evidence, state.content),
-                               prompts.integrate_schema(self.structured_output == "schema"), "gam_integrate")
+                               prompts.integrate_schema(self._schemas), "gam_integrate")
         shown_turns = state.shown_turns + [t for t in shown if t not in state.shown_turns]
         data = completion.parsed or {}
         content = data.get("content")
@@ -368,12 +360,13 @@ class GAMMemory:
 
     def follow_ups(self, request: str, state: ResearchState) -> list[str]:
         completion = self._ask(prompts.follow_up_prompt(request, state.content),
-                               prompts.follow_up_schema(self.structured_output == "schema"), "gam_follow_up")
+                               prompts.follow_up_schema(self._schemas), "gam_follow_up")
         value = (completion.parsed or {}).get("new_requests")
         return [v for v in value if isinstance(v, str) and v.strip()] if isinstance(value, list) else []
 
     def _ask(self, prompt: str, schema: dict[str, Any], tag: str) -> Completion:
-        request = self._request(prompt, schema, tag, self.research_temperature, self.research_max_tokens)
+        request = self._request(prompt, schema, tag, self.options.research_temperature,
+                                self.options.research_max_tokens)
         return self.llm.generate([request])[0]
 
     # ---- the research loop ----------------------------------------------------------------------
@@ -383,7 +376,7 @@ class GAMMemory:
         state = ResearchState()
         request = question
         trace: list[dict[str, Any]] = []
-        for step in range(self.max_iters):
+        for step in range(self.options.max_iters):
             plan = self.plan(request)
             hits = self.search(plan)
             if hits:

@@ -109,73 +109,58 @@ def keyword_overlap(a: Sequence[str], b: Sequence[str]) -> float:
     return 0.5 * (common / len(set_a) + common / len(set_b))
 
 
+@dataclass(frozen=True)
+class MemoryOSOptions:
+    """MemoryOS's options (configs/method/memoryos.yaml): the constructor's schema, checked once here."""
+
+    short_term_capacity: int = 1
+    mid_term_capacity: int = 2000
+    knowledge_capacity: int = 100
+    merge_threshold: float = 0.6
+    keyword_weight: float = 1.0
+    heat_alpha: float = 0.8
+    heat_beta: float = 0.8
+    heat_gamma: float = 1e-4
+    heat_threshold: float = 5.0
+    segment_top_k: int = 5
+    segment_threshold: float = 0.1
+    page_threshold: float = 0.1
+    knowledge_threshold: float = 0.1
+    knowledge_top_k: int = 10
+    retrieval_queue: int = 10
+    summary_input: str = "user"
+    credit_best_segment: bool = True
+    drop_unsummarised: bool = False
+    structured_output: str = "schema"
+    temperature: float = 0.3
+    max_tokens: int = 1000
+    meta_max_tokens: int = 100
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_OUTPUT:
+            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUT}, "
+                             f"not {self.structured_output!r}")
+        if self.summary_input not in SUMMARY_INPUTS:
+            raise ValueError(f"summary_input must be one of {SUMMARY_INPUTS}, not {self.summary_input!r}")
+        if self.short_term_capacity < 1 or self.mid_term_capacity < 1:
+            raise ValueError("short_term_capacity and mid_term_capacity must be at least 1")
+
+
 class MemoryOSMemory:
     #: retrieval raises segment visits and access counts, so questions run in order, one at a time
     concurrent_reads = False
 
-    def __init__(
-        self,
-        llm: LLMClient,
-        embedder: Embedder,
-        short_term_capacity: int = 1,
-        mid_term_capacity: int = 2000,
-        knowledge_capacity: int = 100,
-        merge_threshold: float = 0.6,
-        keyword_weight: float = 1.0,
-        heat_alpha: float = 0.8,
-        heat_beta: float = 0.8,
-        heat_gamma: float = 1e-4,
-        heat_threshold: float = 5.0,
-        segment_top_k: int = 5,
-        segment_threshold: float = 0.1,
-        page_threshold: float = 0.1,
-        knowledge_threshold: float = 0.1,
-        knowledge_top_k: int = 10,
-        retrieval_queue: int = 10,
-        summary_input: str = "user",
-        credit_best_segment: bool = True,
-        drop_unsummarised: bool = False,
-        structured_output: str = "schema",
-        temperature: float = 0.3,
-        max_tokens: int = 1000,
-        meta_max_tokens: int = 100,
-    ) -> None:
-        if structured_output not in STRUCTURED_OUTPUT:
-            raise ValueError(f"structured_output must be one of {STRUCTURED_OUTPUT}, "
-                             f"not {structured_output!r}")
-        if summary_input not in SUMMARY_INPUTS:
-            raise ValueError(f"summary_input must be one of {SUMMARY_INPUTS}, not {summary_input!r}")
-        if short_term_capacity < 1 or mid_term_capacity < 1:
-            raise ValueError("short_term_capacity and mid_term_capacity must be at least 1")
+    def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
+        self.options = MemoryOSOptions(**options)
         self.llm = llm
         self.embedder = embedder
-        self.short_term_capacity = short_term_capacity
-        self.mid_term_capacity = mid_term_capacity
-        self.knowledge_capacity = knowledge_capacity
-        self.merge_threshold = merge_threshold
-        self.keyword_weight = keyword_weight
-        self.heat_alpha, self.heat_beta, self.heat_gamma = heat_alpha, heat_beta, heat_gamma
-        self.heat_threshold = heat_threshold
-        self.segment_top_k = segment_top_k
-        self.segment_threshold = segment_threshold
-        self.page_threshold = page_threshold
-        self.knowledge_threshold = knowledge_threshold
-        self.knowledge_top_k = knowledge_top_k
-        self.retrieval_queue = retrieval_queue
-        self.summary_input = summary_input
-        self.credit_best_segment = credit_best_segment
-        self.drop_unsummarised = drop_unsummarised
-        self.structured_output = structured_output
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.meta_max_tokens = meta_max_tokens
 
         self.pages: dict[int, Page] = {}
         self.short_term: deque[int] = deque()
         self.segments: dict[int, Segment] = {}
         self.profile = ""
-        self.user_facts: deque[tuple[str, np.ndarray]] = deque(maxlen=knowledge_capacity)
-        self.assistant_facts: deque[str] = deque(maxlen=knowledge_capacity)
+        self.user_facts: deque[tuple[str, np.ndarray]] = deque(maxlen=self.options.knowledge_capacity)
+        self.assistant_facts: deque[str] = deque(maxlen=self.options.knowledge_capacity)
         self.speakers: list[str] = []
         self._open: Page | None = None
         self._last_evicted: int | None = None
@@ -186,9 +171,9 @@ class MemoryOSMemory:
     # ---- LLM calls ----------------------------------------------------------------------------
 
     def _json(self, prompt: str, schema: dict[str, Any], tag: str, temperature: float | None = None) -> dict:
-        kind = "json_schema" if self.structured_output == "schema" else "parse_schema"
-        request = Request(prompt=prompt, tag=tag, max_tokens=self.max_tokens,
-                          temperature=self.temperature if temperature is None else temperature,
+        kind = "json_schema" if self.options.structured_output == "schema" else "parse_schema"
+        request = Request(prompt=prompt, tag=tag, max_tokens=self.options.max_tokens,
+                          temperature=self.options.temperature if temperature is None else temperature,
                           **{kind: schema})
         return self.llm.generate([request])[0].parsed or {}
 
@@ -227,7 +212,7 @@ class MemoryOSMemory:
     def _add_short_term(self, page: Page) -> None:
         self.events["pages"] += 1
         self.short_term.append(page.id)
-        if len(self.short_term) >= self.short_term_capacity:      # full: evict the oldest, once
+        if len(self.short_term) >= self.options.short_term_capacity:      # full: evict the oldest, once
             self._process_evicted([self.short_term.popleft()])
             self._maybe_update_long_term()
 
@@ -240,21 +225,21 @@ class MemoryOSMemory:
             if previous is not None and self._continuous(previous, page):
                 page.previous, previous.next = previous.id, page.id
                 page.meta_info = self._text(prompts.meta_info_prompt(previous.meta_info, page.dialogue()),
-                                            "memoryos_meta", 0.3, self.meta_max_tokens)
+                                            "memoryos_meta", 0.3, self.options.meta_max_tokens)
                 for linked in self._chain(page.id):
                     linked.meta_info = page.meta_info
             else:
                 page.meta_info = self._text(prompts.meta_info_prompt(None, page.dialogue()),
-                                            "memoryos_meta", 0.3, self.meta_max_tokens)
+                                            "memoryos_meta", 0.3, self.options.meta_max_tokens)
             self._last_evicted = page.id
-        if self.summary_input == "user":
+        if self.options.summary_input == "user":
             text = "\n".join(f"{p.user_speaker}: {p.user}\n" for p in pages)
         else:
             text = "\n".join(p.dialogue() + "\n" for p in pages)
         themes = self._themes(text)
         if not themes:
             self.events["unsummarised"] += 1
-            if self.drop_unsummarised:
+            if self.options.drop_unsummarised:
                 self.events["dropped_pages"] += len(pages)
                 return
             themes = [("", [], "\n".join(p.dialogue() for p in pages))]
@@ -262,7 +247,7 @@ class MemoryOSMemory:
             self._insert(summary, keywords, pages)
 
     def _continuous(self, previous: Page, current: Page) -> bool:
-        as_json = self.structured_output == "schema"
+        as_json = self.options.structured_output == "schema"
         prompt = prompts.continuity_prompt(previous.dialogue(), current.dialogue(), as_json=as_json)
         if as_json:
             return self._json(prompt, prompts.continuity_schema(), "memoryos_continuity", 0.0).get(
@@ -297,8 +282,8 @@ class MemoryOSMemory:
         return themes[:prompts.MAX_THEMES]
 
     def heat(self, segment: Segment) -> float:
-        return (self.heat_alpha * segment.n_visit + self.heat_beta * segment.l_interaction
-                + self.heat_gamma * segment.r_recency)
+        return (self.options.heat_alpha * segment.n_visit + self.options.heat_beta * segment.l_interaction
+                + self.options.heat_gamma * segment.r_recency)
 
     def _insert(self, summary: str, keywords: list[str], pages: list[Page]) -> None:
         vector = self.embedder.encode_one(summary)
@@ -309,8 +294,8 @@ class MemoryOSMemory:
             if similarity > best_similarity:
                 best, best_similarity = segment, similarity
         merged = best is not None and best_similarity >= 0 and (
-            best_similarity + self.keyword_weight * keyword_overlap(best.keywords, keywords)
-            >= self.merge_threshold)
+            best_similarity + self.options.keyword_weight * keyword_overlap(best.keywords, keywords)
+            >= self.options.merge_threshold)
         if merged:
             assert best is not None
             for page in pages:
@@ -320,7 +305,7 @@ class MemoryOSMemory:
             self.events["merged"] += 1
         else:
             self._new_segment(summary, vector, pages)
-        if best is not None and (merged or self.credit_best_segment) and best.id in self.segments:
+        if best is not None and (merged or self.options.credit_best_segment) and best.id in self.segments:
             best.l_interaction += len(pages)
             best.heat = self.heat(best)
 
@@ -333,7 +318,7 @@ class MemoryOSMemory:
         self._next_segment += 1
         self.segments[segment.id] = segment
         self.events["new_segments"] += 1
-        if len(self.segments) > self.mid_term_capacity:
+        if len(self.segments) > self.options.mid_term_capacity:
             self._evict_least_used()
 
     def _evict_least_used(self) -> None:
@@ -356,7 +341,7 @@ class MemoryOSMemory:
             return
         hottest = max(self.segments.values(), key=lambda s: s.heat)   # ties: the oldest segment
         pending = [self.pages[i] for i in hottest.pages if i in self.pages and not self.pages[i].analyzed]
-        if hottest.heat < self.heat_threshold or not pending:
+        if hottest.heat < self.options.heat_threshold or not pending:
             return
         dialogue = "\n".join(p.dialogue() for p in pending)
         analysis = self._json(prompts.profile_prompt(dialogue), prompts.profile_schema(), "memoryos_profile")
@@ -395,15 +380,16 @@ class MemoryOSMemory:
         segments = sorted(self.segments.values(), key=lambda s: (-float(s.vector @ query), s.id))
         matched: dict[int, float] = {}
         visited = []
-        for segment in segments[:self.segment_top_k]:
-            overall = float(segment.vector @ query) + self.keyword_weight * keyword_overlap(
+        for segment in segments[:self.options.segment_top_k]:
+            overall = float(segment.vector @ query) + self.options.keyword_weight * keyword_overlap(
                 query_keywords, segment.keywords)
-            if overall < self.segment_threshold:
+            if overall < self.options.segment_threshold:
                 continue
             pages = [self.pages[i] for i in segment.pages if i in self.pages]
             vectors = self.embedder.encode([p.retrieval_text() for p in pages])
             scores = vectors @ query if pages else np.zeros(0)
-            hits = [(p.id, float(x)) for p, x in zip(pages, scores) if float(x) >= self.page_threshold]
+            threshold = self.options.page_threshold
+            hits = [(p.id, float(x)) for p, x in zip(pages, scores) if float(x) >= threshold]
             if hits:
                 segment.n_visit += 1
                 segment.access_frequency += 1
@@ -411,9 +397,10 @@ class MemoryOSMemory:
                 visited.append(segment.id)
                 for page_id, similarity in hits:
                     matched[page_id] = max(similarity, matched.get(page_id, -1.0))
-        queue = sorted(matched, key=lambda i: (-matched[i], i))[:self.retrieval_queue]
+        queue = sorted(matched, key=lambda i: (-matched[i], i))[:self.options.retrieval_queue]
         facts = sorted(((float(v @ query), fact) for fact, v in self.user_facts), key=lambda x: -x[0])
-        facts = [fact for score, fact in facts if score >= self.knowledge_threshold][:self.knowledge_top_k]
+        facts = [fact for score, fact in facts
+                 if score >= self.options.knowledge_threshold][:self.options.knowledge_top_k]
         speaker_a, speaker_b = self.speaker_pair()
         short = [self.pages[i] for i in self.short_term]
         history = "\n".join(f"{p.dialogue()}\nTime: ({p.timestamp})" for p in short)
