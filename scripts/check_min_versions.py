@@ -4,8 +4,11 @@
     python scripts/check_min_versions.py            # CI runs it after the suite
     python scripts/check_min_versions.py --print    # only the pins
 
-Python ≥ 3.11 (tomllib). torch stays the environment's own (the venv sees the system
-site-packages): a second torch is gigabytes. Exit code: pytest's.
+Python ≥ 3.11 (tomllib). torch and numpy stay the environment's own (the venv sees the system
+site-packages): a second torch is gigabytes, and the environment's compiled packages (torch,
+pyarrow, scipy) are built against its numpy, so the pins must load beside NumPy 2 — which is why
+pandas, scikit-learn, matplotlib and faiss-cpu start at their first NumPy-2 builds. Exit code:
+pytest's.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 #: kept from the environment: see the module docstring
-KEEP = {"torch"}
+KEEP = {"torch", "numpy"}
 
 
 def minimum_pins(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
