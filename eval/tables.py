@@ -174,9 +174,12 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
                          _versus_reference(runs, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
     used_runs = [r for (m, d) in used if (r := runs.get((m, d, llm))) is not None]
-    identities = sorted({r.prompt_set or "unrecorded" for r in used_runs})
+    # GAM and MemoryOS record None: their calls keep their own wording under every profile
+    own_wording = sorted({r.method for r in used_runs if _keeps_own_prompts(r)})
+    identities = sorted({r.prompt_set or "unrecorded" for r in used_runs if not _keeps_own_prompts(r)})
     notes.append(f"profile: {profile}; prompt set(s) of these runs: {', '.join(identities) or 'none'}"
-                 + (" — the runs used DIFFERENT prompt sets" if len(identities) > 1 else ""))
+                 + (" — the runs used DIFFERENT prompt sets" if len(identities) > 1 else "")
+                 + (f"; with their own prompts: {', '.join(own_wording)}" if own_wording else ""))
     if missing:
         notes.append(f"{missing} cell(s) have no complete run (—).")
     if marked:
@@ -191,6 +194,13 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
             notes.append(f"run used: {method}/{data}: {run.path.name} ({run.metrics['questions']} questions)")
     columns = ["Method", "Data", "Metric", "Reproduced", "Published", "Δ", "vs CLAG (95% CI)"]
     return Table(name, f"{title} ({llm})", columns, rows, notes)
+
+
+def _keeps_own_prompts(run: RunRecord) -> bool:
+    try:
+        return "prompt_set" in run.ledger and run.ledger["prompt_set"] is None
+    except (OSError, ValueError):
+        return False
 
 
 def locomo_categories(runs: dict, llm: str) -> Table:

@@ -32,7 +32,6 @@ def tags_of(backend):
     return [r.tag for r in backend.requests]
 
 
-@pytest.mark.slow
 def test_clusters_start_with_kmeans_at_100_notes_and_get_slm_profiles(embedder):
     client, backend = scripted_client()
     memory = ingest(CLAGMemory(embedder, client), 99)

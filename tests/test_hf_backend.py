@@ -28,7 +28,6 @@ def test_packaged_model_is_verified():
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf" and path.stat().st_size == 98_362_432
 
 
-@pytest.mark.slow
 def test_every_answer_prompt_parses_under_its_schema_in_one_batch(backend):
     client = LLMClient(backend)
     answerer = PaperAnswerer(client)
@@ -44,7 +43,6 @@ def test_every_answer_prompt_parses_under_its_schema_in_one_batch(backend):
     assert client.ledger.to_dict()["total"]["parse_failures"] == 0
 
 
-@pytest.mark.slow
 def test_greedy_batches_are_deterministic_and_token_counts_are_real(backend):
     requests = [Request(prompt=p, temperature=0, max_tokens=8)
                 for p in ("Once upon a time, there was a", "The three primary colours are", "My favourite fruit is")]
@@ -89,7 +87,6 @@ def test_a_prompt_longer_than_the_context_keeps_its_end_and_is_counted(backend):
     assert client.ledger.to_dict()["by_tag"]["answer"]["prompts_truncated"] == 1
 
 
-@pytest.mark.slow
 def test_a_sampled_request_does_not_depend_on_its_batch(backend):
     """Per-row generators: the same request and seed give the same text alone, as [a, b] and as
     [c, a, b] (transformers' one RNG per batch gave three different texts)."""

@@ -109,7 +109,10 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path: Path, data_root: Pat
             f"results_root={tmp_path / 'runs'}", f"llm.cache_path={tmp_path / 'llm.sqlite'}",
             "snapshot_dir=null", "concurrency.questions=1"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", CLAG_BENCH_DATA=str(data_root))
-    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the child gets SIGINT's default disposition even when this test runs in a background job,
+    # which a non-interactive shell starts with SIGINT ignored (Python then never raises it)
+    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     predictions = None
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:

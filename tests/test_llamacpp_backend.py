@@ -18,7 +18,6 @@ def config(**extra):
             "threads": 2, **extra}
 
 
-@pytest.mark.slow
 def test_schema_output_parses_and_greedy_and_seeded_calls_repeat():
     backend = build_backend(config())
     assert backend.model_id == model_id_for(config()) and backend.model_id.startswith("llamacpp:smollm2-135m:gguf:")
@@ -32,7 +31,6 @@ def test_schema_output_parses_and_greedy_and_seeded_calls_repeat():
     assert first[1].text == first[2].text and first[0].prompt_tokens > 5
 
 
-@pytest.mark.slow
 def test_chat_format_and_the_long_prompt_rule():
     backend = build_backend(config(prompt_format="chat", max_context=64))
     (completion,) = backend.generate([Request(messages=(("system", "Be brief."), ("user", "word " * 100 + "2+2?")),
@@ -58,7 +56,6 @@ def test_long_string_bounds_do_not_crash_the_grammar_and_are_checked_by_the_clie
     assert completion.parsed is not None and "abstract" in completion.parsed
 
 
-@pytest.mark.slow
 def test_every_schema_of_the_project_becomes_a_bounded_grammar_and_outputs_validate():
     import jsonschema
 

@@ -209,3 +209,12 @@ def test_a_method_variant_is_its_own_row_not_the_latest_run(runs_root):
     assert runs[("clag [retrieve_k=5]", "bioasq", "tiny")].mean("f1") == 0.0
     ablation = paper_table("clustering_ablation", runs, "tiny", resamples=50)
     assert next(r for r in ablation.rows if r[0] == "CLAG (agentic)")[3] == 100.0
+
+
+def test_a_method_with_its_own_prompts_is_not_a_different_prompt_set(runs_root):
+    for method, prompt_set in (("clag", "own:abc"), ("clag_cosine", None)):
+        run_dir = next((runs_root / "bioasq" / method / "tiny").iterdir())
+        ledger = json.loads((run_dir / "ledger.json").read_text())
+        (run_dir / "ledger.json").write_text(json.dumps({**ledger, "prompt_set": prompt_set}))
+    notes = paper_table("clustering_ablation", latest_runs(find_runs(runs_root)), "tiny", resamples=20).notes
+    assert "profile: robust; prompt set(s) of these runs: own:abc; with their own prompts: clag_cosine" in notes
