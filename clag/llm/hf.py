@@ -64,12 +64,16 @@ def resolve_device_dtype(device: str, dtype: str) -> tuple[str, str]:
 
 
 def convert_gguf(gguf: Path, cache_root: Path | None = None) -> Path:
-    """A plain bf16 safetensors folder for ``gguf``, built once and reused (keyed by checksum)."""
+    """A plain bf16 safetensors folder for ``gguf``, built once and reused (keyed by checksum and
+    by transformers' major version: a folder saved by transformers 5 names tokenizer classes that
+    transformers 4 cannot load, and the other way round)."""
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     digest = sha256_memo(gguf)[:16]
-    target = (cache_root or default_model_cache()) / f"{gguf.stem}-{digest}"
+    major = transformers.__version__.split(".")[0]
+    target = (cache_root or default_model_cache()) / f"{gguf.stem}-{digest}-transformers{major}"
     if (target / "config.json").is_file():
         return target
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
