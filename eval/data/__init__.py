@@ -1,4 +1,4 @@
-"""Dataset loaders behind one registry, all producing :class:`~eval.data.contract.Dataset`.
+"""Dataset loading for every data config, all producing :class:`~eval.data.contract.Dataset`.
 
 ``load_dataset(data_cfg)`` takes the ``data`` group of the Hydra config (``configs/data/*.yaml``):
 its ``loader._target_`` is the function that builds the dataset (Hydra calls it with the
