@@ -1,4 +1,4 @@
-"""One small registry type backs every kind of pluggable thing (methods, datasets, backends).
+"""A small name → object registry, for the LLM backends (`llm.backend=hf|openai|llamacpp`).
 
 Entries are ``"module:attr"`` strings resolved on first use, so listing what exists never
 imports torch. An unknown name answers with the valid names and a "did you mean".
