@@ -178,13 +178,16 @@ def load(runs_root: str | os.PathLike[str] = "results/runs", latest: bool = True
         >>> df = load("results/runs")
         >>> df.groupby(["data", "method"])["f1"].mean().unstack()
     """
-    import pandas as pd
-
     from eval.runs import find_runs, latest_runs
 
     runs = find_runs(Path(runs_root))
-    if latest:
-        runs = list(latest_runs(runs).values())
+    return frame_of(latest_runs(runs).values() if latest else runs)
+
+
+def frame_of(runs: Any):
+    """:func:`load`'s DataFrame for run records already found (their files are read once)."""
+    import pandas as pd
+
     rows = []
     for run in runs:
         shared = {"run": run.path.name, "method": run.label, "variant": run.variant, "data": run.data,

@@ -141,8 +141,7 @@ def read_published(name: str, paper_dir: Path = PAPER_DIR) -> list[dict[str, str
 
 def _versus_reference(runs: dict, method: str, data: str, llm: str, metric: str,
                       resamples: int, seed: int) -> Interval | None:
-    profile = method.partition(" [")[0].partition("@")[2] or None     # "clag@reference [k=v]"
-    baseline = method_label(REFERENCE_METHOD, profile)
+    baseline = method_label(REFERENCE_METHOD, _label_parts(method)[1])
     run, reference = runs.get((method, data, llm)), runs.get((baseline, data, llm))
     if run is None or reference is None or method == baseline:
         return None
@@ -262,13 +261,24 @@ def cost(runs: dict, llm: str) -> Table:
                   "costs on runs whose 'streams restored' is 0."])
 
 
+def _label_parts(label: str) -> tuple[str, str | None]:
+    """``"clag@reference [k=v]"`` → ``("clag", "reference")``: a row label's method and profile."""
+    name, _, profile = label.partition(" [")[0].partition("@")
+    return name, profile or None
+
+
 #: the order methods are listed in (others follow, sorted)
 METHOD_ORDER = ("rag", "gam", "memoryos", "amem", "clag", "clag_kmeans", "clag_cosine", "clag_plus")
 
 
 def _method_order(label: str) -> tuple[int, str]:
-    name = label.partition(" [")[0].partition("@")[0]
+    name = _label_parts(label)[0]
     return (METHOD_ORDER.index(name) if name in METHOD_ORDER else len(METHOD_ORDER)), label
+
+
+def _mean_x100(rows: Any, column: str) -> float | None:
+    values = rows[column].dropna() if column in rows else []
+    return float(100 * values.mean()) if len(values) else None
 
 
 def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -> Table:
@@ -289,20 +299,15 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
             if data == "all" and mine["data"].nunique() < 2:
                 continue
             f1 = mine["f1"].dropna()
-            profile = method.partition(" [")[0].partition("@")[2] or None
-            baseline = part[part["method"] == method_label(REFERENCE_METHOD, profile)]
+            reference = method_label(REFERENCE_METHOD, _label_parts(method)[1])
+            baseline = part[part["method"] == reference]
             versus = None
-            if method != method_label(REFERENCE_METHOD, profile) and not baseline.empty:
+            if method != reference and not baseline.empty:
                 versus = paired_difference(dict(zip(mine["qkey"], mine["f1"])),
                                            dict(zip(baseline["qkey"], baseline["f1"])), resamples, seed)
-
-            def mean(column: str, rows_: Any = mine) -> float | None:
-                values = rows_[column].dropna() if column in rows_ else []
-                return float(100 * values.mean()) if len(values) else None
-
             rows.append([method, data, len(mine),
                          Mean(bootstrap_mean(f1.to_numpy(), resamples, seed)) if len(f1) else None,
-                         mean("bleu1"), mean("recall@10"), versus])
+                         _mean_x100(mine, "bleu1"), _mean_x100(mine, "recall@10"), versus])
     notes = ["F1 [95% CI]: bootstrap over questions; vs CLAG: paired bootstrap over the questions both "
              "answered (F1 difference, 95% CI). Values ×100."]
     subset_runs = sorted(frame.loc[frame["on_subset"], "data"].unique())
@@ -317,10 +322,10 @@ def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPE
                  resamples: int = 2000, seed: int = 0,
                  profile: str = DEFAULT_PROFILE) -> dict[str, list[Table]]:
     """Tables per LLM found among the runs (or only ``llm``), paper tables from one profile's runs."""
-    from eval.results import load
+    from eval.results import frame_of
 
     runs = latest_runs(find_runs(runs_root))
-    frame = load(runs_root)
+    frame = frame_of(runs.values())      # the same records: each predictions file is read once
     llms = sorted({key[2] for key in runs}) if llm is None else [llm]
     out: dict[str, list[Table]] = {}
     for name in llms:
