@@ -1,4 +1,4 @@
-"""A small name → object registry, for the LLM backends (`llm.backend=hf|openai|llamacpp`).
+"""A small name → object registry: the LLM backend kinds (`llm.backend=hf|openai|llamacpp`).
 
 Entries are ``"module:attr"`` strings resolved on first use, so listing what exists never
 imports torch. An unknown name answers with the valid names and a "did you mean".

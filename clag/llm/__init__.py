@@ -1,4 +1,4 @@
-"""The LLM layer: one protocol, backends behind a registry, a request cache and a call ledger.
+"""The LLM layer: one protocol, backend kinds in one table, a request cache and a call ledger.
 
 Memory systems call :class:`~clag.llm.client.LLMClient`, which wraps any backend with the
 cache (reruns make zero calls), seed derivation, JSON parsing and the per-tag ledger, so none

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -92,31 +92,73 @@ def hub_revision(cfg: Mapping[str, Any]) -> str | None:
     return str(cfg["revision"]) if cfg.get("revision") else None
 
 
-def _hf(cfg: Mapping[str, Any]) -> LLM:
-    from clag.llm.hf import HFBackend
+class BackendKind:
+    """One value of ``llm.backend``: how it builds its backend and, without loading anything, the
+    backend's cache identity. Each kind says both, so the names live in one table (:data:`BACKENDS`)."""
 
-    location = model_location(cfg)
-    try:
-        return HFBackend(location, label=str(cfg["name"]), prompt_format=cfg.get("prompt_format", "raw"),
-                         device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "auto"),
-                         batch_size=int(cfg.get("batch_size", 4)), policy=DecodingPolicy.from_config(cfg),
-                         threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
-                         max_context=cfg.get("max_context"), revision=hub_revision(cfg))
-    except OSError as exc:
-        raise ModelFileError(
-            f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "
-            "pass llm.path=<local GGUF file or HF folder>") from exc
+    def build(self, cfg: Mapping[str, Any]) -> LLM:
+        raise NotImplementedError
+
+    def model_id(self, cfg: Mapping[str, Any]) -> str | None:
+        """The cache identity, or None when only the loaded backend knows it."""
+        return None
+
+    def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
+        """A server batches continuously by itself: callers reach it directly, not through the
+        micro-batcher (which would hold every caller until its whole batch returned)."""
+        return False
 
 
-def _openai(cfg: Mapping[str, Any]) -> LLM:
-    from clag.llm.openai_backend import OpenAIBackend
+class HFKind(BackendKind):
+    """``backend=hf``: transformers in process."""
 
-    return OpenAIBackend(base_url=str(cfg.get("base_url")), model=str(cfg.get("model")),
-                         api_key=str(cfg.get("api_key") or "EMPTY"),
-                         prompt_format=cfg.get("prompt_format", "raw"),
-                         concurrency=int(cfg.get("concurrency", 8)),
-                         timeout_s=float(cfg.get("timeout_s", 60)),
-                         retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
+    def build(self, cfg: Mapping[str, Any]) -> LLM:
+        from clag.llm.hf import HFBackend
+
+        location = model_location(cfg)
+        try:
+            return HFBackend(location, label=str(cfg["name"]), prompt_format=cfg.get("prompt_format", "raw"),
+                             device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "auto"),
+                             batch_size=int(cfg.get("batch_size", 4)), policy=DecodingPolicy.from_config(cfg),
+                             threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
+                             max_context=cfg.get("max_context"), revision=hub_revision(cfg))
+        except OSError as exc:
+            raise ModelFileError(
+                f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "
+                "pass llm.path=<local GGUF file or HF folder>") from exc
+
+    def model_id(self, cfg: Mapping[str, Any]) -> str | None:
+        from clag.llm.hf import hf_model_id, resolve_device_dtype
+
+        location = model_location(cfg)
+        if hub_revision(cfg):
+            location = f"{location}@{hub_revision(cfg)}"
+        _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
+        return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"),
+                           DecodingPolicy.from_config(cfg), dtype)
+
+
+class OpenAIKind(BackendKind):
+    """``backend=openai``: an OpenAI-compatible server the user runs."""
+
+    def build(self, cfg: Mapping[str, Any]) -> LLM:
+        from clag.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(base_url=str(cfg.get("base_url")), model=str(cfg.get("model")),
+                             api_key=str(cfg.get("api_key") or "EMPTY"),
+                             prompt_format=cfg.get("prompt_format", "raw"),
+                             concurrency=int(cfg.get("concurrency", 8)),
+                             timeout_s=float(cfg.get("timeout_s", 60)),
+                             retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
+
+    def model_id(self, cfg: Mapping[str, Any]) -> str | None:
+        from clag.llm.openai_backend import openai_model_id
+
+        return openai_model_id(str(cfg.get("model")), cfg.get("prompt_format", "raw"),
+                               DecodingPolicy.from_config(cfg))
+
+    def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
+        return True
 
 
 def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
@@ -181,32 +223,70 @@ class ServedLlamaCpp:
         return self._client.generate(requests)
 
 
-def _llamacpp(cfg: Mapping[str, Any]) -> LLM:
-    from clag.llm.llamacpp import LlamaCppBackend
+class LlamaCppKind(BackendKind):
+    """``backend=llamacpp``: the GGUF on llama.cpp, on its own server (``server=auto``) or in process."""
 
-    if served_by_llama_server(cfg):
-        return ServedLlamaCpp(cfg)
-    if cfg.get("server") not in (None, "none"):
-        raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
-    return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
-                           prompt_format=cfg.get("prompt_format", "raw"), max_context=cfg.get("max_context"),
-                           threads=cfg.get("threads"), policy=DecodingPolicy.from_config(cfg))
+    def build(self, cfg: Mapping[str, Any]) -> LLM:
+        from clag.llm.llamacpp import LlamaCppBackend
+
+        if served_by_llama_server(cfg):
+            return ServedLlamaCpp(cfg)
+        if cfg.get("server") not in (None, "none"):
+            raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
+        return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
+                               prompt_format=cfg.get("prompt_format", "raw"),
+                               max_context=cfg.get("max_context"), threads=cfg.get("threads"),
+                               policy=DecodingPolicy.from_config(cfg))
+
+    def model_id(self, cfg: Mapping[str, Any]) -> str | None:
+        if served_by_llama_server(cfg):
+            return llama_server_model_id(cfg)
+        from clag.llm.llamacpp import llamacpp_model_id
+
+        return llamacpp_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
+                                 DecodingPolicy.from_config(cfg))
+
+    def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
+        return served_by_llama_server(cfg)
 
 
-BACKENDS: Registry = Registry("llm backend")
-BACKENDS.register("hf", _hf)
-BACKENDS.register("openai", _openai)
-BACKENDS.register("llamacpp", _llamacpp)
+class FactoryKind(BackendKind):
+    """A user's own backend given as ``llm.backend=package.module:function`` (cfg → backend);
+    its identity is the loaded backend's ``model_id``."""
+
+    def __init__(self, factory: Callable[[Mapping[str, Any]], LLM]) -> None:
+        self.factory = factory
+
+    def build(self, cfg: Mapping[str, Any]) -> LLM:
+        return self.factory(cfg)
+
+
+#: every ``llm.backend`` name, once; ``package.module:attr`` names a kind (or a factory) of your own
+BACKENDS: Registry[BackendKind] = Registry("llm backend")
+BACKENDS.register("hf", HFKind())
+BACKENDS.register("openai", OpenAIKind())
+BACKENDS.register("llamacpp", LlamaCppKind())
+
+
+def backend_kind(cfg: Mapping[str, Any]) -> BackendKind:
+    """The kind ``llm.backend`` names (an unknown name is one line listing the valid ones)."""
+    name = str(cfg.get("backend", "hf"))
+    if ":" not in name:
+        return BACKENDS.get(name)
+    module, _, attr = name.partition(":")
+    try:
+        target = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UserFacingError(f"llm.backend={name}: cannot import it ({exc})") from exc
+    if isinstance(target, type) and issubclass(target, BackendKind):
+        target = target()
+    return target if isinstance(target, BackendKind) else FactoryKind(target)
 
 
 @lru_cache(maxsize=4)
 def _backend_cached(cfg_items: tuple) -> LLM:
     cfg = dict(cfg_items)
-    name = str(cfg.get("backend", "hf"))
-    if ":" in name:  # a user's own backend factory, "package.module:function"
-        module, _, attr = name.partition(":")
-        return getattr(importlib.import_module(module), attr)(cfg)
-    return BACKENDS.get(name)(cfg)
+    return backend_kind(cfg).build(cfg)
 
 
 def build_backend(cfg: Mapping[str, Any]) -> LLM:
@@ -237,27 +317,7 @@ class LazyBackend:
 
 def model_id_for(cfg: Mapping[str, Any]) -> str | None:
     """The backend's cache identity without loading it (None when it cannot be known early)."""
-    policy = DecodingPolicy.from_config(cfg)
-    if cfg.get("backend", "hf") == "hf":
-        from clag.llm.hf import hf_model_id, resolve_device_dtype
-
-        location = model_location(cfg)
-        if hub_revision(cfg):
-            location = f"{location}@{hub_revision(cfg)}"
-        _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
-        return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"), policy, dtype)
-    if served_by_llama_server(cfg):
-        return llama_server_model_id(cfg)
-    if cfg.get("backend") == "llamacpp":
-        from clag.llm.llamacpp import llamacpp_model_id
-
-        return llamacpp_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
-                                 policy)
-    if cfg.get("backend") == "openai":
-        from clag.llm.openai_backend import openai_model_id
-
-        return openai_model_id(str(cfg.get("model")), cfg.get("prompt_format", "raw"), policy)
-    return None
+    return backend_kind(cfg).model_id(cfg)
 
 
 def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = None,
@@ -266,10 +326,7 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
     :class:`~clag.llm.batcher.MicroBatcher` in front of the backend for concurrent callers."""
     model_id = model_id_for(cfg)
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
-    # a server batches continuously by itself: threads call it directly, each request in flight
-    # at once; the micro-batcher would hold every caller until its whole batch returned
-    batches_by_itself = str(cfg.get("backend", "hf")) == "openai" or served_by_llama_server(cfg)
-    if micro_batch and not batches_by_itself:
+    if micro_batch and not backend_kind(cfg).batches_by_itself(cfg):
         from clag.llm.batcher import MicroBatcher
 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
