@@ -5,7 +5,9 @@ Only run directories are read (the latest complete run per method × dataset × 
 is written as Markdown, LaTeX and CSV. Paper tables have one row per published cell:
 reproduced value, published value, delta, and — for every method but CLAG — the paired
 bootstrap 95% CI of its difference from CLAG on the same questions. Missing runs show "—".
-Values are ×100.
+Values are ×100. Scores come from the runs' per-question rows (the DataFrame of
+:func:`eval.results.load`), so a notebook recomputes any cell; run records add what is not
+per question (cost, subset, prompt set, which runs exist).
 """
 
 from __future__ import annotations
@@ -139,20 +141,62 @@ def read_published(name: str, paper_dir: Path = PAPER_DIR) -> list[dict[str, str
         return list(csv.DictReader(handle))
 
 
-def _versus_reference(runs: dict, method: str, data: str, llm: str, metric: str,
+class QuestionScores:
+    """The per-question rows of :func:`eval.results.frame_of` for tables: every value a table
+    shows is a mean or a paired difference over these rows, so a user's notebook that calls
+    :func:`eval.results.load` reproduces any cell."""
+
+    def __init__(self, frame: Any) -> None:
+        frame = frame.copy()
+        if not frame.empty:
+            frame["qkey"] = frame["sample_id"].astype(str) + "::" + frame["question_id"].astype(str)
+        self.frame = frame
+
+    @classmethod
+    def of(cls, runs: dict[tuple[str, str, str], RunRecord], frame: Any = None) -> QuestionScores:
+        from eval.results import frame_of
+
+        return cls(frame_of(runs.values()) if frame is None else frame)
+
+    def rows(self, method: str, data: str, llm: str) -> Any:
+        f = self.frame
+        if f.empty:
+            return f
+        return f[(f["method"] == method) & (f["data"] == data) & (f["llm"] == llm)]
+
+    def mean(self, method: str, data: str, llm: str, metric: str,
+             category: int | None = None) -> float | None:
+        """The metric's mean ×100 over the questions where it applies (None: no such question)."""
+        rows = self.rows(method, data, llm)
+        if category is not None and not rows.empty:
+            rows = rows[rows["category"] == category]
+        return _mean_x100(rows, metric)
+
+    def per_question(self, method: str, data: str, llm: str, metric: str) -> dict[str, float]:
+        rows = self.rows(method, data, llm)
+        if rows.empty or metric not in rows:
+            return {}
+        rows = rows[rows[metric].notna()]
+        return dict(zip(rows["qkey"], rows[metric].astype(float)))
+
+
+def _versus_reference(scores: QuestionScores, method: str, data: str, llm: str, metric: str,
                       resamples: int, seed: int) -> Interval | None:
     baseline = method_label(REFERENCE_METHOD, _label_parts(method)[1])
-    run, reference = runs.get((method, data, llm)), runs.get((baseline, data, llm))
-    if run is None or reference is None or method == baseline:
+    run, reference = scores.per_question(method, data, llm, metric), scores.per_question(baseline, data, llm,
+                                                                                          metric)
+    if not run or not reference or method == baseline:
         return None
-    return paired_difference(run.per_question(metric), reference.per_question(metric), resamples, seed)
+    return paired_difference(run, reference, resamples, seed)
 
 
 def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str,
                 paper_dir: Path = PAPER_DIR, resamples: int = 2000, seed: int = 0,
-                profile: str = DEFAULT_PROFILE) -> Table:
+                profile: str = DEFAULT_PROFILE, scores: QuestionScores | None = None) -> Table:
     """The published table beside the runs of one profile (``clag@reference`` under ``reference``):
-    runs of different profiles never share a column."""
+    runs of different profiles never share a column. Values come from ``scores`` (the runs'
+    per-question rows); the runs say which exist, on what subset, with which prompts."""
+    scores = scores or QuestionScores.of(runs)
     title, file, metrics = PAPER_TABLES[name]
     rows, missing, used, marked = [], 0, set(), set()
     for published in read_published(file, paper_dir):
@@ -161,7 +205,7 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
         run = runs.get((method, data, llm))
         subset = run is not None and run.on_subset
         for metric in metrics:
-            reproduced = run.mean(metric) if run is not None else None
+            reproduced = scores.mean(method, data, llm, metric) if run is not None else None
             paper_value = float(published[metric])
             if reproduced is None:
                 missing += 1
@@ -170,7 +214,7 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
                 reproduced, delta = OnSubset(reproduced), OnSubset(delta)
                 marked.add(f"{method}/{data}: {run.metrics['questions']} questions")
             rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value, delta,
-                         _versus_reference(runs, method, data, llm, metric, resamples, seed)])
+                         _versus_reference(scores, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
     used_runs = [r for (m, d) in used if (r := runs.get((m, d, llm))) is not None]
     # GAM and MemoryOS record None: their calls keep their own wording under every profile
@@ -202,14 +246,17 @@ def _keeps_own_prompts(run: RunRecord) -> bool:
         return False
 
 
-def locomo_categories(runs: dict, llm: str) -> Table:
+def locomo_categories(runs: dict, llm: str, scores: QuestionScores | None = None) -> Table:
+    scores = scores or QuestionScores.of(runs)
     names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
     rows = []
-    for (method, data, run_llm), run in sorted(runs.items()):
+    for method, data, run_llm in sorted(runs):
         if data != "locomo" or run_llm != llm:
             continue
-        row = [method] + [run.mean("f1", f"category_{c}") for c in names]
-        row += [run.mean("f1_corrected", "category_5"), run.mean("f1"), run.mean("f1_corrected")]
+        key = (method, data, llm)
+        row = [method] + [scores.mean(*key, "f1", category=c) for c in names]
+        row += [scores.mean(*key, "f1_corrected", category=5), scores.mean(*key, "f1"),
+                scores.mean(*key, "f1_corrected")]
         rows.append(row)
     columns = ["Method"] + [f"F1 c{c} {n}" for c, n in names.items()]
     columns += ["F1 c5 corrected", "F1 overall", "F1 overall corrected"]
@@ -223,10 +270,11 @@ def _by_data(item: tuple[tuple[str, str, str], RunRecord]) -> tuple[str, str]:
     return data, method
 
 
-def retrieval_all(runs: dict, llm: str) -> Table:
+def retrieval_all(runs: dict, llm: str, scores: QuestionScores | None = None) -> Table:
+    scores = scores or QuestionScores.of(runs)
     metrics = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
-    rows = [[method, data] + [run.mean(m) for m in metrics]
-            for (method, data, run_llm), run in sorted(runs.items(), key=_by_data) if run_llm == llm]
+    rows = [[method, data] + [scores.mean(method, data, llm, m) for m in metrics]
+            for (method, data, run_llm), _run in sorted(runs.items(), key=_by_data) if run_llm == llm]
     return Table("retrieval", f"Evidence retrieval on every dataset ({llm})",
                  ["Method", "Data"] + [METRIC_LABELS[m] for m in metrics], rows)
 
@@ -326,12 +374,14 @@ def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPE
 
     runs = latest_runs(find_runs(runs_root))
     frame = frame_of(runs.values())      # the same records: each predictions file is read once
+    scores = QuestionScores(frame)
     llms = sorted({key[2] for key in runs}) if llm is None else [llm]
     out: dict[str, list[Table]] = {}
     for name in llms:
         tables = [method_summary(frame, name, resamples, seed)]
-        tables += [paper_table(t, runs, name, paper_dir, resamples, seed, profile) for t in PAPER_TABLES]
-        tables += [locomo_categories(runs, name), retrieval_all(runs, name), cost(runs, name)]
+        tables += [paper_table(t, runs, name, paper_dir, resamples, seed, profile, scores)
+                   for t in PAPER_TABLES]
+        tables += [locomo_categories(runs, name, scores), retrieval_all(runs, name, scores), cost(runs, name)]
         out[name] = tables
     return out
 

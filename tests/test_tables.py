@@ -218,3 +218,23 @@ def test_a_method_with_its_own_prompts_is_not_a_different_prompt_set(runs_root):
         (run_dir / "ledger.json").write_text(json.dumps({**ledger, "prompt_set": prompt_set}))
     notes = paper_table("clustering_ablation", latest_runs(find_runs(runs_root)), "tiny", resamples=20).notes
     assert "profile: robust; prompt set(s) of these runs: own:abc; with their own prompts: clag_cosine" in notes
+
+
+def test_every_table_cell_is_what_a_notebook_computes_from_load(runs_root):
+    """The tables read the same per-question rows as ``eval.results.load``: a cell is a mean of them."""
+    from eval.results import load
+
+    make_run(runs_root, "locomo", "clag", "tiny", "20260101-000000-ffff", ["a", "b", "a"], ["a", "a", "a"],
+             categories=[1, 1, 5])
+    frame = load(runs_root)
+    by_name = {t.name: t for t in build_tables(runs_root, resamples=50)["tiny"]}
+    cosine = next(r for r in by_name["clustering_ablation"].rows
+                  if r[0] == "Cosine-based clustering" and r[2] == "BLEU-1")
+    rows = frame[(frame["method"] == "clag_cosine") & (frame["data"] == "bioasq")]
+    assert cosine[3] == pytest.approx(100 * rows["bleu1"].mean())
+    locomo = frame[(frame["data"] == "locomo")]
+    category_1 = next(r for r in by_name["locomo_categories"].rows if r[0] == "clag")[1]
+    assert category_1 == pytest.approx(100 * locomo.loc[locomo["category"] == 1, "f1"].mean())
+    retrieval = next(r for r in by_name["retrieval"].rows if r[:2] == ["clag", "locomo"])
+    assert retrieval[2:] == [pytest.approx(100 * locomo[m].mean())
+                             for m in ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")]
