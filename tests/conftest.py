@@ -30,7 +30,7 @@ def data_root() -> Path:
 def locomo(data_root):
     from eval.data.locomo import load_locomo
 
-    return load_locomo(data_root, allow_download=False)
+    return load_locomo(data_root, download=False)
 
 
 @pytest.fixture(scope="session")

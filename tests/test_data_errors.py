@@ -29,7 +29,7 @@ def test_a_changed_byte_fails_the_checksum(data_root, tmp_path):
     raw[100] = ord("x") if raw[100] != ord("x") else ord("y")
     target.write_bytes(bytes(raw))
     with pytest.raises(DataError, match="does not match its published checksum"):
-        load_locomo(tmp_path, allow_download=False)
+        load_locomo(tmp_path, download=False)
 
 
 def test_truncated_json_is_reported_with_its_position(tmp_path):
@@ -111,3 +111,16 @@ def test_unreachable_source_names_the_url_and_the_fix(tmp_path):
 
     with pytest.raises(DataError, match="could not download .*place the file at"):
         download((tmp_path / "nowhere.json").as_uri(), tmp_path / "x.json", None)
+
+
+def test_the_loader_takes_the_configs_top_level_keys_its_signature_names(data_root):
+    """Each loader argument is stated once, at the top level, where ``data.<key>=…`` overrides it."""
+    base = {"name": "bioasq", "root": str(data_root), "download": False, "chunk_size": 5, "num_chunks": 2,
+            "golden_glob": "bioasq/taskb_golden/Task10BGoldenEnriched/10B*_golden.json", "seed": 42,
+            "dedup_snippets": True, "loader": {"_target_": "eval.data.bioasq.load_bioasq"}}
+    dataset = load_dataset(base)
+    assert [len(s.questions) for s in dataset.samples] == [5, 5]
+    stated_in_the_block = load_dataset({**base, "loader": {**base["loader"], "num_chunks": 3}})
+    assert len(stated_in_the_block.samples) == 3
+    with pytest.raises(ConfigError, match="loader 'eval.data.bioasq.nope' not found"):
+        load_dataset({**base, "loader": {"_target_": "eval.data.bioasq.nope"}})

@@ -28,7 +28,7 @@ def test_only_turns_with_an_image_url_get_their_caption_as_the_reference_loader(
 
     from eval.data.locomo import load_locomo
 
-    old = load_locomo(data_root, allow_download=False, caption_rule="caption")
+    old = load_locomo(data_root, download=False, caption_rule="caption")
     raw = {t["dia_id"] + "@" + s["sample_id"]: t for s in json.loads((data_root / "locomo" / "locomo10.json").read_text())
            for key, v in s["conversation"].items() if isinstance(v, list) for t in v}
     differ = [(a, b) for sa, sb in zip(locomo.samples, old.samples) for a, b in zip(sa.turns, sb.turns)

@@ -1,8 +1,9 @@
 """Dataset loading for every data config, all producing :class:`~eval.data.contract.Dataset`.
 
 ``load_dataset(data_cfg)`` takes the ``data`` group of the Hydra config (``configs/data/*.yaml``):
-its ``loader._target_`` is the function that builds the dataset (Hydra calls it with the
-loader's other keys and ``root=<data root>``), so a dataset exists by having a YAML file.
+its ``loader._target_`` is the function that builds the dataset, called with ``root=<data root>``
+and the config's top-level keys its signature names (the function is the schema; the YAML says
+each value once, and ``data.<key>=…`` overrides it). A dataset exists by having a YAML file.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
     loader = cfg.get("loader")
     if not isinstance(loader, Mapping) or not loader.get("_target_"):
         raise ConfigError(f"data {cfg.get('name')!r} names no loader (data.loader._target_)")
+    args = _loader_arguments(cfg, str(loader["_target_"]))
+    args.update({k: v for k, v in dict(loader).items() if k != "_target_"})   # stated in the block: wins
     root = data_root(cfg.get("root"))
     try:
-        dataset = instantiate(dict(loader), root=root, _convert_="all")
+        dataset = instantiate({"_target_": loader["_target_"], **args}, root=root, _convert_="all")
     except InstantiationException as exc:
         cause = exc.__cause__
         if isinstance(cause, UserFacingError):     # the loader's own one-line error (a missing file …)
@@ -45,6 +48,19 @@ def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
             answerable=subset.get("answerable"),
         )
     return dataset
+
+
+def _loader_arguments(cfg: Mapping[str, Any], target: str) -> dict[str, Any]:
+    """The data config's top-level keys that the loader function takes (``root`` is resolved here)."""
+    import inspect
+
+    from hydra.utils import get_method
+
+    try:
+        parameters = inspect.signature(get_method(target)).parameters
+    except Exception as exc:              # Hydra wraps import errors in its own types
+        raise ConfigError(f"data {cfg.get('name')!r}: loader {target!r} not found ({exc})") from None
+    return {k: v for k, v in cfg.items() if k in parameters and k != "root"}
 
 
 def as_hf_dataset(dataset: Dataset, cache_dir: Path | None = None):

@@ -27,12 +27,12 @@ RAW_FILE = "hotpotqa/hotpot_dev_distractor_500.jsonl"
 
 def load_hotpotqa(root: Path, source: str = "paper", file: str = PAPER_FILE, raw_file: str = RAW_FILE,
                   chunk_size: int = 20, num_chunks: int = 10, shuffle_seed: int | None = None,
-                  allow_download: bool = True) -> Dataset:
+                  download: bool = True) -> Dataset:
     """``data=hotpotqa``'s loader: the paper's file, or chunks built from raw records or the hub."""
     if source == "paper":
-        return load_hotpot200(root, file, allow_download)
+        return load_hotpot200(root, file, download)
     if source == "raw":
-        return load_hotpot_raw(root, raw_file, chunk_size, num_chunks, shuffle_seed, allow_download)
+        return load_hotpot_raw(root, raw_file, chunk_size, num_chunks, shuffle_seed, download)
     if source == "hub":
         return load_hotpot_hub(chunk_size, num_chunks, shuffle_seed)
     raise DataError(f"unknown data.source {source!r} for hotpotqa; valid: paper, raw, hub")

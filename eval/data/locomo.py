@@ -10,8 +10,8 @@ from eval.data.locomo_layout import load_layout_file
 DEFAULT_FILE = "locomo/locomo10.json"
 
 
-def load_locomo(root: Path, file: str = DEFAULT_FILE, allow_download: bool = True,
+def load_locomo(root: Path, file: str = DEFAULT_FILE, download: bool = True,
                 caption_rule: str = "reference") -> Dataset:
     """The ten conversations, image turns captioned (``caption_rule``), evidence ids cleaned
-    (see the report)."""
-    return load_layout_file("locomo", root, file, allow_download, caption_rule)
+    (see the report); ``download``: fetch the public file when it is missing."""
+    return load_layout_file("locomo", root, file, download, caption_rule)
