@@ -183,9 +183,11 @@ class QuestionScores:
 def _versus_reference(scores: QuestionScores, method: str, data: str, llm: str, metric: str,
                       resamples: int, seed: int) -> Interval | None:
     baseline = method_label(REFERENCE_METHOD, _label_parts(method)[1])
-    run, reference = scores.per_question(method, data, llm, metric), scores.per_question(baseline, data, llm,
-                                                                                          metric)
-    if not run or not reference or method == baseline:
+    if method == baseline:
+        return None
+    run = scores.per_question(method, data, llm, metric)
+    reference = scores.per_question(baseline, data, llm, metric)
+    if not run or not reference:
         return None
     return paired_difference(run, reference, resamples, seed)
 
