@@ -147,9 +147,11 @@ class QuestionScores:
     :func:`eval.results.load` reproduces any cell."""
 
     def __init__(self, frame: Any) -> None:
+        """``qkey`` names a question across datasets (pooled summaries pair on it)."""
         frame = frame.copy()
         if not frame.empty:
-            frame["qkey"] = frame["sample_id"].astype(str) + "::" + frame["question_id"].astype(str)
+            frame["qkey"] = (frame["data"] + "::" + frame["sample_id"].astype(str) + "::"
+                             + frame["question_id"].astype(str))
         self.frame = frame
 
     @classmethod
@@ -338,9 +340,7 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
     rows: list[list[Any]] = []
     if frame.empty:
         return Table("summary", f"Every method, every dataset ({llm})", [], [], ["No complete runs."])
-    frame = frame[frame["llm"] == llm].copy()
-    frame["qkey"] = (frame["data"] + "::" + frame["sample_id"].astype(str) + "::"
-                     + frame["question_id"].astype(str))
+    frame = QuestionScores(frame[frame["llm"] == llm]).frame
     datasets = sorted(frame["data"].unique())
     for data in [*datasets, "all"]:
         part = frame if data == "all" else frame[frame["data"] == data]

@@ -122,5 +122,6 @@ def test_the_loader_takes_the_configs_top_level_keys_its_signature_names(data_ro
     assert [len(s.questions) for s in dataset.samples] == [5, 5]
     stated_in_the_block = load_dataset({**base, "loader": {**base["loader"], "num_chunks": 3}})
     assert len(stated_in_the_block.samples) == 3
-    with pytest.raises(ConfigError, match="loader 'eval.data.bioasq.nope' not found"):
+    with pytest.raises(ConfigError, match="loader 'eval.data.bioasq.nope' not found") as raised:
         load_dataset({**base, "loader": {"_target_": "eval.data.bioasq.nope"}})
+    assert "\n" not in str(raised.value)

@@ -58,8 +58,9 @@ def _loader_arguments(cfg: Mapping[str, Any], target: str) -> dict[str, Any]:
 
     try:
         parameters = inspect.signature(get_method(target)).parameters
-    except Exception as exc:              # Hydra wraps import errors in its own types
-        raise ConfigError(f"data {cfg.get('name')!r}: loader {target!r} not found ({exc})") from None
+    except (ImportError, AttributeError, ValueError):     # Hydra's messages span several lines
+        raise ConfigError(f"data {cfg.get('name')!r}: loader {target!r} not found "
+                          "(not importable, or not a function)") from None
     return {k: v for k, v in cfg.items() if k in parameters and k != "root"}
 
 
