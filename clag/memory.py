@@ -121,7 +121,7 @@ class CLAGMemory(NoteMemory):
             nearest = cl.nearest_members(vectors, cluster.centroid, self.profile_samples)
             samples = [(self.notes[cluster.members[i]].content, self.notes[cluster.members[i]].context,
                         self.notes[cluster.members[i]].tags) for i in nearest]
-            _, raw = self._call(self.prompts.profile(samples), profile_schema(self.bounded), "profile",
+            _, raw = self.ask(self.prompts.profile(samples), profile_schema(self.bounded), "profile",
                                 temperature=self.profile_temperature)
             if not cl.apply_profile(cluster, cl.parse_profile(raw)):
                 self.profile_failures += 1

@@ -132,8 +132,10 @@ class NoteMemory:
 
     # ------------------------------------------------------------------ LLM calls
 
-    def _call(self, prompt: str, schema: dict[str, Any], tag: str, temperature: float = 0.7
-              ) -> tuple[dict[str, Any] | None, str]:
+    def ask(self, prompt: str, schema: dict[str, Any], tag: str, temperature: float = 0.7
+            ) -> tuple[dict[str, Any] | None, str]:
+        """One structured LLM call: (parsed reply or None, raw text). Public: CLAG's router and
+        retrieval ask through it (``clag.clustered.ClusteredMemory``)."""
         completion = self.llm.generate([Request(prompt=prompt, json_schema=schema, temperature=temperature,
                                                 max_tokens=self.max_tokens, tag=tag)])[0]
         return completion.parsed, completion.text
@@ -168,7 +170,7 @@ class NoteMemory:
                                        self.notes[i].context, self.notes[i].keywords, self.notes[i].tags)
                         for i in neighbours)
         prompt = self.prompts.evolution(note.context, note.content, note.keywords, block, len(neighbours))
-        parsed, _ = self._call(prompt, evolution_schema(self.bounded, self.evolution_key_order), "evolve")
+        parsed, _ = self.ask(prompt, evolution_schema(self.bounded, self.evolution_key_order), "evolve")
         decision: dict[str, Any] = {"note": len(self.notes), "neighbours": list(neighbours),
                                     "parsed": parsed is not None}
         if parsed is None or parsed.get("should_evolve") is not True:
@@ -197,7 +199,7 @@ class NoteMemory:
 
     def query_keywords(self, question: str) -> str:
         """The retrieval query: the keyword string, or the raw reply when it does not parse."""
-        parsed, raw = self._call(self.prompts.query_keywords(question, self.keyword_separator),
+        parsed, raw = self.ask(self.prompts.query_keywords(question, self.keyword_separator),
                                  keywords_schema(self.bounded), "keywords")
         if parsed is not None and isinstance(parsed.get("keywords"), str):
             return parsed["keywords"]

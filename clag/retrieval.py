@@ -17,10 +17,11 @@ from clag.prompts import selection_schema
 from clag.router import cluster_candidates
 
 if TYPE_CHECKING:
-    from clag.memory import CLAGMemory
+    from clag.clustered import ClusteredMemory
 
 
-def select_clusters(memory: CLAGMemory, query: str, query_tags: list[str]) -> tuple[list[str], list[str]]:
+def select_clusters(memory: ClusteredMemory, query: str, query_tags: list[str]
+                    ) -> tuple[list[str], list[str]]:
     """(selected, candidates) for a query."""
     vector = memory.embedder.encode_one(f"{query} {' '.join(query_tags)}")
     ranked = squared_distances(vector, list(memory.clusters.values()))
@@ -29,7 +30,7 @@ def select_clusters(memory: CLAGMemory, query: str, query_tags: list[str]) -> tu
                                       memory.selection_top_n)
     schema = selection_schema(memory.bounded, memory.selection_top_n,
                               candidates if memory.constrain_cluster_ids else None)
-    parsed, _ = memory._call(prompt, schema, "select", temperature=memory.selection_temperature)
+    parsed, _ = memory.ask(prompt, schema, "select", temperature=memory.selection_temperature)
     raw = parsed.get("selected_clusters") if parsed is not None else None
     selected = []
     for cid in raw if isinstance(raw, list) else []:
@@ -40,7 +41,7 @@ def select_clusters(memory: CLAGMemory, query: str, query_tags: list[str]) -> tu
     return selected, candidates
 
 
-def two_stage_search(memory: CLAGMemory, query: str, query_tags: list[str]
+def two_stage_search(memory: ClusteredMemory, query: str, query_tags: list[str]
                      ) -> tuple[list[int], dict[str, Any]]:
     total = len(memory.notes)
     debug: dict[str, Any] = {"candidate_clusters": [], "selected_clusters": [], "searched_clusters": []}

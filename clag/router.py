@@ -24,7 +24,7 @@ from clag.prompt_sets import ClusterCandidate
 from clag.prompts import REFERENCE_ROUTE_EXAMPLE, route_schema
 
 if TYPE_CHECKING:
-    from clag.memory import CLAGMemory
+    from clag.clustered import ClusteredMemory
     from clag.notes import MemoryNote
 
 ROUTERS = ("agentic", "cosine", "kmeans")
@@ -43,7 +43,7 @@ class RouteDecision:
         return asdict(self)
 
 
-def cluster_candidates(memory: CLAGMemory, cluster_ids: Sequence[str]) -> list[ClusterCandidate]:
+def cluster_candidates(memory: ClusteredMemory, cluster_ids: Sequence[str]) -> list[ClusterCandidate]:
     """The candidates as routing and selection prompts show them (each prompt set words them)."""
     contents = [n.content for n in memory.notes]
     out = []
@@ -65,7 +65,7 @@ def route_example(setting: str | None, candidates: list[str]) -> str:
     return setting
 
 
-def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
+def route_agentic(memory: ClusteredMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
     position = len(memory.notes)
     ranked = squared_distances(vector, list(memory.clusters.values()))
     candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
@@ -73,7 +73,7 @@ def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> R
                                   cluster_candidates(memory, candidates),
                                   example_id=route_example(memory.route_example_id, candidates))
     schema = route_schema(memory.bounded, candidates if memory.constrain_cluster_ids else None)
-    parsed, _ = memory._call(prompt, schema, "route", temperature=memory.route_temperature)
+    parsed, _ = memory.ask(prompt, schema, "route", temperature=memory.route_temperature)
     choice = parsed.get("choice") if parsed is not None else None
     choice = choice.strip() if isinstance(choice, str) else ""
     decision = RouteDecision(position, None, "routed", candidates, choice or None)
@@ -94,7 +94,7 @@ def route_agentic(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> R
     return decision
 
 
-def route_cosine(memory: CLAGMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
+def route_cosine(memory: ClusteredMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
     position = len(memory.notes)
     scored = sorted(((cosine(vector, c.centroid), cid) for cid, c in memory.clusters.items()),
                     key=lambda item: -item[0])

@@ -19,7 +19,7 @@ from clag.llm.client import LLMClient
 from clag.llm.types import Request
 from clag.prompt_sets import OwnPrompts, PromptSet
 from clag.types import Question, Retrieval
-from eval.methods import Answer
+from eval.method_run import Answer
 
 NOT_MENTIONED_OPTION = "Not mentioned in the conversation"
 

@@ -15,7 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from clag.errors import UserFacingError
-from eval.cli import CONFIG_DIR
+from eval.resources import CONFIG_DIR
 
 #: (overrides, message) of every job of this process that failed with a user error
 FAILED_JOBS: list[tuple[str, str]] = []
@@ -39,9 +39,10 @@ def execute(cfg: DictConfig) -> Path:
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
     from eval.data import load_dataset
+    from eval.labels import describe
     from eval.methods import build_method
     from eval.results import claim_run_directory, config_hash, environment, write_json
-    from eval.runner import describe, run_dataset, write_status
+    from eval.runner import run_dataset, write_status
     from eval.scoring import format_summary
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
@@ -49,6 +50,12 @@ def execute(cfg: DictConfig) -> Path:
 
     check_logger(resolved.get("logger"))
     dataset = load_dataset(resolved["data"])
+    if dataset.num_questions == 0:
+        raise UserFacingError(
+            f"the {dataset.name} subset holds no question to answer ({len(dataset.samples)} stream(s), "
+            f"{dataset.num_turns:,} turns; data.subset: {_subset_text(resolved['data'])}); "
+            "keep more turns (data.subset.turns, data.subset.answerable) or pick streams that "
+            "answer (data.subset.pick=most_answerable)")
     method = build_method(resolved)
     names = describe(resolved)
     chash = config_hash(semantic_config(resolved))
@@ -93,6 +100,11 @@ def execute(cfg: DictConfig) -> Path:
     print(format_summary(metrics))
     print(f"run directory: {run_dir}")
     return run_dir
+
+
+def _subset_text(data_cfg: dict) -> str:
+    subset = {k: v for k, v in (data_cfg.get("subset") or {}).items() if v is not None}
+    return ", ".join(f"{k}={v}" for k, v in subset.items()) or "none"
 
 
 def command_overrides() -> list[str]:

@@ -17,9 +17,7 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from eval.errors import ClagBenchError, ConfigError
-from eval.resources import config_dir
-
-CONFIG_DIR = config_dir()
+from eval.resources import CONFIG_DIR, group_choices
 
 USAGE = """usage: python -m eval <command> [args]
 
@@ -228,15 +226,6 @@ def check_group_choices(args: list[str]) -> None:
                 did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
                 listed = ", ".join(valid) if valid else f"none yet in {CONFIG_DIR / group}"
                 raise ConfigError(f"unknown {group} {choice!r}{did_you_mean}; valid: {listed}")
-
-
-def group_choices(group: str) -> list[str]:
-    """The choices of a config group: its YAML files. The only list of names there is — a method,
-    a model or a dataset exists by having a file (files with a leading underscore hold shared
-    keys, such as llm/_common.yaml, and are not choices)."""
-    folder = CONFIG_DIR / group
-    found = folder.glob("*.yaml") if folder.is_dir() else []
-    return sorted(p.stem for p in found if not p.stem.startswith("_"))
 
 
 def run(args: list[str]) -> int:

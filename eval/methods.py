@@ -11,36 +11,12 @@ resolved config and returning a :class:`MethodRun`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from clag.types import MemorySystem, Question, Retrieval, Sample
+from clag.types import MemorySystem, Sample
+from eval.method_run import Answer, Answerer, MethodRun
 
-
-@dataclass
-class Answer:
-    """A prediction and whatever the answerer wants kept with it (prompt id, parse status)."""
-
-    text: str
-    debug: dict[str, Any] = field(default_factory=dict)
-
-
-class Answerer(Protocol):
-    def __call__(self, question: Question, retrieval: Retrieval) -> Answer: ...
-
-
-@dataclass
-class MethodRun:
-    """What the runner needs from a method: fresh memory per stream, an answerer, a ledger."""
-
-    make_memory: Callable[[Sample], MemorySystem]
-    answer: Answerer
-    ledger: Callable[[], dict[str, Any]] = dict
-    #: seeds of sampled LLM calls are derived within a named scope (a stream, a question)
-    scope: Callable[[str], AbstractContextManager] = lambda name: nullcontext()
-    #: batch the calls of a stream that depend only on its turns before the sequential part
-    prefetch_ingest: bool = False
+__all__ = ["Answer", "Answerer", "MethodBuilder", "MethodRun", "build_method", "build_standard"]
 
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
@@ -51,8 +27,8 @@ def build_method(cfg: Mapping[str, Any]) -> MethodRun:
     :func:`build_standard` on its ``memory._target_``."""
     import importlib
 
-    from eval.cli import group_choices
     from eval.errors import ConfigError
+    from eval.resources import group_choices
 
     method_cfg = cfg.get("method")
     if not method_cfg:

@@ -26,6 +26,19 @@ def config_dir() -> Path:
     return _located(_PACKAGE.parent / "configs", _PACKAGE / "configs")
 
 
+#: the config folder every command composes from (fixed at import, like Hydra's search path)
+CONFIG_DIR = config_dir()
+
+
+def group_choices(group: str) -> list[str]:
+    """The choices of a config group: its YAML files. The only list of names there is — a method,
+    a model or a dataset exists by having a file (files with a leading underscore hold shared
+    keys, such as llm/_common.yaml, and are not choices)."""
+    folder = CONFIG_DIR / group
+    found = folder.glob("*.yaml") if folder.is_dir() else []
+    return sorted(p.stem for p in found if not p.stem.startswith("_"))
+
+
 def paper_dir() -> Path:
     """The published numbers (``results/paper/*.csv``)."""
     return _located(_PACKAGE.parent / "results" / "paper", _PACKAGE / "paper")

@@ -23,7 +23,6 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from clag.pools import interruptible_pool
 from clag.types import MemorySystem, Question, Sample
 from eval import snapshots
 from eval.data.contract import Dataset
-from eval.methods import MethodRun
+from eval.method_run import MethodRun
 from eval.metrics import aggregate, score_prediction
 from eval.results import PredictionLog, write_json
 
@@ -206,24 +205,4 @@ def write_json_lines(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def write_status(run_dir: Path, state: str, **details: Any) -> None:
     write_json(run_dir / "status.json", {"state": state, "time": time.time(), **details})
-
-
-#: the profile whose runs are filed under the plain method name; others add ``@<profile>``
-DEFAULT_PROFILE = "robust"
-
-
-def method_label(method: str, profile: str | None) -> str:
-    """``clag`` under the default profile, ``clag@reference`` under another: runs of different
-    profiles never share a directory, a row or a table column."""
-    return method if not profile or profile == DEFAULT_PROFILE else f"{method}@{profile}"
-
-
-def describe(cfg: Mapping[str, Any]) -> dict[str, str]:
-    """The names a run directory is filed under."""
-    method = cfg.get("method") or {}
-    llm = cfg.get("llm") or {}
-    profile = (cfg.get("profile") or {}).get("name")
-    return {"data": str(cfg["data"]["name"]),
-            "method": method_label(str(method.get("name", "none")), profile),
-            "llm": str(llm.get("name", "none"))}
 

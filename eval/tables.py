@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.labels import DEFAULT_PROFILE, method_label
 from eval.resources import paper_dir
-from eval.runner import DEFAULT_PROFILE, method_label
 from eval.runs import RunRecord, find_runs, latest_runs
 from eval.stats import Interval, bootstrap_mean, paired_difference
 

@@ -16,7 +16,7 @@ BENCH_DIR = ROOT / "results" / "bench"
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {"cpu_count": os.cpu_count(), "platform": platform.platform(),
                             "processor": platform.processor() or platform.machine(),
-                            "python": platform.python_version()}
+                            "cpu_model": cpu_model(), "python": platform.python_version()}
     try:
         import torch
 
@@ -25,6 +25,17 @@ def machine() -> dict[str, Any]:
     except ImportError:
         pass
     return info
+
+
+def cpu_model() -> str | None:
+    """The processor's name (timings differ by machine: say which CPU a figure came from)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def command() -> str:

@@ -4,11 +4,11 @@
     python scripts/check_min_versions.py            # CI runs it after the suite
     python scripts/check_min_versions.py --print    # only the pins
 
-Python ≥ 3.11 (tomllib). torch and numpy stay the environment's own (the venv sees the system
-site-packages): a second torch is gigabytes, and the environment's compiled packages (torch,
-pyarrow, scipy) are built against its numpy, so the pins must load beside NumPy 2 — which is why
-pandas, scikit-learn, matplotlib and faiss-cpu start at their first NumPy-2 builds. Exit code:
-pytest's.
+Python ≥ 3.11 (tomllib). torch and numpy stay the environment's own (the venv sees this
+environment's site-packages behind its own): a second torch is gigabytes, and the
+environment's compiled packages (torch, pyarrow, scipy) are built against its numpy, so the
+pins must load beside NumPy 2 — which is why pandas, scikit-learn, matplotlib and faiss-cpu
+start at their first NumPy-2 builds. Exit code: pytest's.
 """
 
 from __future__ import annotations
@@ -44,6 +44,21 @@ def _normal(pin: str) -> str:
     return pin.split("==")[0].lower().replace("_", "-")
 
 
+def _see_this_environment(python: str) -> None:
+    """Put this interpreter's site-packages behind the new venv's own, with a ``.pth`` file.
+
+    ``venv --system-site-packages`` would show the *base* interpreter's packages, which is not
+    this environment when this script runs inside a virtual environment (CI's fresh one): torch
+    would be missing. Packages pinned into the new venv come first on its path, so they win.
+    """
+    import sysconfig
+
+    theirs = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    ours = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (Path(theirs) / "_parent_environment.pth").write_text("\n".join(ours) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--print", action="store_true", help="print the pins and stop")
@@ -55,8 +70,9 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         venv = Path(tmp) / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = str(venv / "bin" / "python")
+        _see_this_environment(python)
         requirements = Path(tmp) / "min.txt"
         requirements.write_text("\n".join(pins) + "\n")
         subprocess.run([python, "-m", "pip", "install", "--quiet", "-r", str(requirements)], check=True)

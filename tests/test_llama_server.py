@@ -137,3 +137,69 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path: Path, data_root: Pat
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming the interrupted run" in resumed.stdout
     assert predictions.read_text().count("\n") >= done
+
+
+def _gone(pid: int) -> bool:
+    """Not running: no such process, or a zombie waiting for whoever reaps orphans."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found.extend(int(c) for c in children)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc (Linux)")
+def test_a_started_server_dies_with_its_starter_even_by_sigkill(tmp_path: Path) -> None:
+    """The process that starts a server is SIGKILLed (no atexit, no handler runs): the server
+    goes within seconds instead of staying behind as an orphan."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         f"sys.path.insert(0, {str(REPO)!r})\n"
+         "from clag.llm.llama_server import start_tied_to_this_process\n"
+         "guard, _ = start_tied_to_this_process(['sleep', '300'], None)\n"
+         "print(guard.pid, flush=True)\n"
+         "time.sleep(300)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        guard = int(starter.stdout.readline())
+        deadline = time.time() + 10
+        while not _children(guard) and time.time() < deadline:
+            time.sleep(0.05)
+        (server,) = _children(guard)
+        assert not _gone(server)
+        starter.kill()
+        starter.wait()
+        deadline = time.time() + 15
+        while not (_gone(server) and _gone(guard)) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _gone(server), "the server outlived the process that started it"
+        assert _gone(guard)
+    finally:
+        starter.kill()
+
+
+def test_a_guarded_command_stops_when_the_guard_is_terminated(tmp_path: Path) -> None:
+    """ManagedServer.stop() terminates the guard; the guard stops its command and says so in
+    its exit code."""
+    from clag.llm.llama_server import start_tied_to_this_process
+
+    guard, lifeline = start_tied_to_this_process(["sleep", "300"], None)
+    try:
+        deadline = time.time() + 10
+        while not _children(guard.pid) and time.time() < deadline:
+            time.sleep(0.05)
+        (server,) = _children(guard.pid)
+        guard.terminate()
+        assert guard.wait(timeout=15) == 128 + signal.SIGTERM
+        assert _gone(server)
+    finally:
+        guard.kill()
+        os.close(lifeline)

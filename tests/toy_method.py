@@ -1,4 +1,4 @@
-"""A whole memory method in one class (the README's "Adding a method"): keeps every turn and
+"""A whole memory method in one class (docs/methods.md, "Adding a method"): keeps every turn and
 retrieves the ``k`` that share the most words with the question. No LLM at ingest."""
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -101,6 +102,27 @@ class ServerSpec:
                 *self.extra_args]
 
 
+LIFELINE = Path(__file__).with_name("lifeline.py")
+
+
+def start_tied_to_this_process(command: list[str], log) -> tuple[subprocess.Popen, int]:
+    """Start ``command`` under ``lifeline.py``, which stops it when this process dies, by any
+    signal, SIGKILL included. Returns the guard's process (``terminate()`` stops both) and the
+    pipe's write end, to keep open for as long as the command should live.
+
+    Its own session: a Ctrl-C in the terminal reaches the harness, which stops it in order."""
+    read_end, write_end = os.pipe()          # neither end is inherited by other children
+    try:
+        process = subprocess.Popen([sys.executable, str(LIFELINE), *command], stdin=read_end,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return process, write_end
+
+
 @dataclass
 class ManagedServer:
     spec: ServerSpec
@@ -109,6 +131,7 @@ class ManagedServer:
     process: subprocess.Popen | None = None
     started_s: float = 0.0
     _log: object | None = field(default=None, repr=False)
+    _lifeline: int | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
@@ -119,10 +142,7 @@ class ManagedServer:
         self.port = free_port()
         self._log = self.log_path.open("ab")
         started = time.perf_counter()
-        # its own process group: a Ctrl-C in the terminal reaches the harness, which stops it in order
-        self.process = subprocess.Popen(self.spec.command(self.port), stdout=self._log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+        self.process, self._lifeline = start_tied_to_this_process(self.spec.command(self.port), self._log)
         while True:
             if self.process.poll() is not None:
                 raise LlamaServerError(f"llama-server exited with code {self.process.returncode} while "
@@ -164,6 +184,9 @@ class ManagedServer:
         if self._log is not None:
             self._log.close()           # type: ignore[attr-defined]
             self._log = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
 
 
 _SERVERS: dict[ServerSpec, ManagedServer] = {}

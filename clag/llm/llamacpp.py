@@ -1,7 +1,7 @@
 """The ``llamacpp`` backend: llama-cpp-python on a GGUF file, for fast CPU runs.
 
 On a laptop-class CPU llama.cpp decodes a quantised small model several times faster than
-transformers in bf16 and needs a fraction of the memory (docs in the README's "Performance").
+transformers in bf16 and needs a fraction of the memory (docs/llm.md, "llama.cpp on CPU").
 It runs one sequence at a time, so it gains nothing from batching; JSON schemas become GBNF
 grammars (:mod:`clag.llm.gbnf`, which writes length bounds as bounded repetition; llama.cpp's
 own converter for anything else), compiled once per schema. The same rules as the ``hf``
@@ -10,7 +10,7 @@ template through the shared renderer; a prompt that does not fit the context kee
 counted as truncated; greedy when temperature is 0, else sampling with the policy's filters
 (neutral by default) and the request seed. llama.cpp stops on every end-of-generation token the
 GGUF declares, which is what the model's generation config lists for the ``hf`` backend.
-Install with ``pip install -e .[llamacpp]`` (it compiles llama.cpp; see the README).
+Install with ``pip install -e .[llamacpp]`` (it compiles llama.cpp; see docs/install.md).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class LlamaCppBackend:
         except ImportError:
             raise UserFacingError(
                 "llm.backend=llamacpp needs llama-cpp-python: pip install -e .[llamacpp] "
-                "(it compiles llama.cpp; see the README's Performance section)") from None
+                "(it compiles llama.cpp; see docs/install.md)") from None
         threads = int(threads or default_threads())
         self.n_ctx = int(max_context or DEFAULT_CONTEXT)
         self.model = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,

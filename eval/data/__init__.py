@@ -37,6 +37,8 @@ def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
             raise cause from None
         raise ConfigError(f"data {cfg.get('name')!r}: {cause or exc}") from None
     subset = cfg.get("subset") or {}
+    if subset.get("pick") not in (None, "most_answerable"):
+        raise ConfigError(f"unknown data.subset.pick {subset['pick']!r}; valid: most_answerable")
     if any(v is not None for v in dict(subset).values()):
         dataset = select(
             dataset,
@@ -46,6 +48,7 @@ def load_dataset(cfg: Mapping[str, Any]) -> Dataset:
             sample_ids=[str(s) for s in subset["sample_ids"]] if subset.get("sample_ids") else None,
             turns=subset.get("turns"),
             answerable=subset.get("answerable"),
+            pick=subset.get("pick"),
         )
     return dataset
 

@@ -42,6 +42,7 @@ class Dataset:
         return {
             "name": self.name,
             "samples": len(self.samples),
+            "sample_ids": [s.id for s in self.samples],
             "turns": self.num_turns,
             "questions": self.num_questions,
             "categories": self.category_counts(),
@@ -73,12 +74,18 @@ def sample_to_record(sample: Sample) -> dict[str, Any]:
 def answerable_prefix(sample: Sample, questions: int) -> int:
     """How many leading turns it takes for ``questions`` of the stream's questions to have all
     their evidence inside (every turn, when fewer questions than that have evidence)."""
-    position = {t.id: i for i, t in enumerate(sample.turns)}
-    ends = sorted(max(position[e] for e in q.evidence) + 1 for q in sample.questions
-                  if q.evidence and all(e in position for e in q.evidence))
+    ends = _evidence_ends(sample)
     if questions <= 0:
         return 0
     return ends[questions - 1] if len(ends) >= questions else len(sample.turns)
+
+
+def _evidence_ends(sample: Sample) -> list[int]:
+    """For each question with all its evidence in the stream, the number of leading turns that
+    holds that evidence; ascending."""
+    position = {t.id: i for i, t in enumerate(sample.turns)}
+    return sorted(max(position[e] for e in q.evidence) + 1 for q in sample.questions
+                  if q.evidence and all(e in position for e in q.evidence))
 
 
 def select(
@@ -90,6 +97,7 @@ def select(
     sample_ids: list[str] | None = None,
     turns: int | None = None,
     answerable: int | None = None,
+    pick: str | None = None,
 ) -> Dataset:
     """A subset for smoke runs and sweeps.
 
@@ -97,12 +105,21 @@ def select(
     — only the questions whose evidence lies entirely inside those turns. ``answerable`` keeps
     the shortest prefix of each stream inside which that many questions have all their evidence
     (BioASQ's and HotpotQA's evidence is spread over hundreds of turns: their first 60 turns
-    answer one question or none), and only those questions.
+    answer one question or none), and only those questions. ``pick="most_answerable"`` orders
+    the streams before ``samples`` takes the first N: most questions answerable inside the kept
+    turns first (counting at most ``questions_per_sample``), fewer turns needed on a tie, the
+    dataset's order after that. That is how a smoke run answers on every dataset: BioASQ's
+    stream 0 answers nothing in its first 16 turns.
     """
     chosen = dataset.samples
     if sample_ids:
         wanted = {str(s) for s in sample_ids}
         chosen = [s for s in chosen if s.id in wanted]
+    if pick is not None:
+        if pick != "most_answerable":
+            raise ValueError(f"unknown subset pick {pick!r}; valid: most_answerable")
+        chosen = _most_answerable_first(chosen, turns=turns, answerable=answerable,
+                                        questions_per_sample=questions_per_sample)
     if samples is not None:
         chosen = chosen[:samples]
     out: list[Sample] = []
@@ -122,3 +139,26 @@ def select(
             qs = qs[:questions_per_sample]
         out.append(replace(sample, turns=tuple(kept_turns), questions=tuple(qs)))
     return Dataset(dataset.name, out, Counter(dataset.report), dict(dataset.files))
+
+
+def _answerable_within(sample: Sample, turns: int, cap: int | None) -> tuple[int, int]:
+    """How many questions (at most ``cap``) the first ``turns`` turns answer, and how many leading
+    turns those questions need."""
+    ends = [end for end in _evidence_ends(sample) if end <= turns][:cap]
+    return len(ends), (ends[-1] if ends else 0)
+
+
+def _most_answerable_first(samples: list[Sample], *, turns: int | None, answerable: int | None,
+                           questions_per_sample: int | None) -> list[Sample]:
+    def kept(sample: Sample) -> int:
+        limit = len(sample.turns) if turns is None else min(turns, len(sample.turns))
+        if answerable is not None:
+            limit = min(limit, answerable_prefix(sample, answerable))
+        return limit
+
+    def rank(item: tuple[int, Sample]) -> tuple[int, int, int]:
+        position, sample = item
+        count, needed = _answerable_within(sample, kept(sample), questions_per_sample)
+        return (-count, needed, position)
+
+    return [sample for _, sample in sorted(enumerate(samples), key=rank)]
