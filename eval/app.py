@@ -22,7 +22,7 @@ FAILED_JOBS: list[tuple[str, str]] = []
 
 
 #: keys that change how a run is shown, not what it computes (left out of the config hash)
-PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger")
+PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger", "health")
 
 
 def semantic_config(resolved: dict) -> dict:
@@ -75,6 +75,9 @@ def execute(cfg: DictConfig) -> Path:
             env["decoding"] = decoding_report(resolved["llm"])
         write_json(run_dir / "env.json", env)
     write_status(run_dir, "running", resumed=resumed)
+    method.record_calls(run_dir / "calls.jsonl")
+    if method.placeholders:
+        write_json(run_dir / "placeholders.json", method.placeholders)
     from clag.llm.llama_server import set_log_dir
 
     set_log_dir(run_dir)            # a server this run starts (llm.server=auto) logs here
@@ -95,9 +98,14 @@ def execute(cfg: DictConfig) -> Path:
 
     log_run(resolved.get("logger"), resolved, run_dir, metrics,
             json.loads((run_dir / "ledger.json").read_text()))
+    from eval.health import health_report, summary_line
+
+    report = health_report(run_dir)
+    write_json(run_dir / "health.json", report)
     write_status(run_dir, "complete")
     print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))
+    print(summary_line(report))
     print(f"run directory: {run_dir}")
     return run_dir
 

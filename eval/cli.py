@@ -26,6 +26,7 @@ commands:
   data verify [overrides…]         load every dataset, check checksums, print one line each
   data export data=NAME out=FILE   write the samples exactly as memory systems see them
   score FILE [--out FILE]          score a predictions .jsonl (prediction, answer, …)
+  health RUN_DIR [--json]          how the model behaved in a run: capped, unparsable, copied examples
   tables [--runs DIR] [--out DIR] [--profile P]  paper tables beside the published numbers, CIs, plots
   doctor [overrides…]              check packages, models, data, GPU and server; say what to fix
   models list                      the models assembled from PyPI chunk wheels, and whether cached
@@ -123,6 +124,28 @@ def score(args: list[str]) -> int:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         write_json(ns.out.with_suffix(".summary.json"), summary)
     print(json.dumps(summary, indent=2) if ns.json else format_summary(summary))
+    run_dir = ns.predictions.resolve().parent
+    if not ns.json and ((run_dir / "calls.jsonl").is_file() or (run_dir / "ledger.json").is_file()):
+        from eval.health import health_report, summary_line
+
+        print(summary_line(health_report(run_dir)))
+    return 0
+
+
+# ---------------------------------------------------------------------------------- health
+
+
+def health(args: list[str]) -> int:
+    from eval.health import format_report, health_report
+
+    parser = argparse.ArgumentParser(prog="python -m eval health")
+    parser.add_argument("run_dir", type=Path, help="a run directory (results/runs/<data>/<method>/<llm>/…)")
+    parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    ns = parser.parse_args(args)
+    if not (ns.run_dir / "predictions.jsonl").is_file() and not (ns.run_dir / "calls.jsonl").is_file():
+        raise ConfigError(f"{ns.run_dir} is not a run directory (no predictions.jsonl or calls.jsonl)")
+    report = health_report(ns.run_dir)
+    print(json.dumps(report, indent=2) if ns.json else format_report(report))
     return 0
 
 
@@ -243,6 +266,7 @@ def run(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "run": run,
     "score": score,
+    "health": health,
     "tables": tables,
     "doctor": doctor,
     "data verify": data_verify,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from clag.types import MemorySystem, Question, Retrieval, Sample
@@ -37,3 +38,7 @@ class MethodRun:
     scope: Callable[[str], AbstractContextManager] = lambda name: nullcontext()
     #: batch the calls of a stream that depend only on its turns before the sequential part
     prefetch_ingest: bool = False
+    #: start writing every LLM call's record to this file (the run's ``calls.jsonl``)
+    record_calls: Callable[[Path], None] = lambda path: None
+    #: per call tag, the example values its prompt templates show (``clag.placeholders``)
+    placeholders: dict[str, list[str]] = field(default_factory=dict)

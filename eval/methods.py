@@ -11,6 +11,7 @@ resolved config and returning a :class:`MethodRun`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from clag.types import MemorySystem, Sample
@@ -75,8 +76,10 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     from hydra.utils import instantiate
 
     from clag.embed import Embedder
+    from clag.llm.calllog import CallLog
     from clag.llm.ledger import Ledger
     from clag.llm.models import build_client, decoding_report
+    from clag.placeholders import placeholders
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
     from eval.prompt_source import build_prompt_set
@@ -135,5 +138,10 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
                                        "max_batch": max(sizes)}
         return report
 
+    def record_calls(path: Path) -> None:
+        client.call_log = CallLog(path)
+
     return MethodRun(make_memory, answerer, ledger_report, client.scope,
-                     bool(cfg.get("batching", {}).get("prefetch_ingest", False)))
+                     bool(cfg.get("batching", {}).get("prefetch_ingest", False)),
+                     record_calls=record_calls,
+                     placeholders=placeholders(prompt_set) if uses_prompt_set else {})

@@ -95,7 +95,33 @@ def cost_per_method(runs: list[RunRecord], folder: Path) -> list[Path]:
     return _save(fig, folder, "cost")
 
 
+def health_by_method(runs: list[RunRecord], folder: Path) -> list[Path]:
+    """How each run's model behaved (its health report): the share of calls that ran to the
+    token cap, of replies that did not parse, and of replies that copied the prompt's example;
+    a flagged run's label carries the table's mark."""
+    from eval.tables import HEALTH_MARK
+
+    labels, shares = [], {"capped": [], "unparsable": [], "copied an example": []}
+    for run in sorted(runs, key=lambda r: (r.data, r.label)):
+        overall = run.health["overall"]
+        calls = max(overall["calls"], 1)
+        labels.append(f"{run.label}{'' if run.health['healthy'] else HEALTH_MARK}\n{run.data}")
+        shares["capped"].append(100 * overall["capped_rate"])
+        shares["unparsable"].append(100 * overall["unparsable_rate"])
+        shares["copied an example"].append(100 * (overall.get("placeholder_copies") or 0) / calls)
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels)), 3.2))
+    width = 0.8 / len(shares)
+    for i, (name, values) in enumerate(shares.items()):
+        ax.bar(np.arange(len(labels)) + i * width, values, width, label=name)
+    ax.set_xticks(np.arange(len(labels)) + width * (len(shares) - 1) / 2, labels)
+    ax.set_ylabel("% of LLM calls")
+    ax.tick_params(axis="x", labelsize=6)
+    ax.legend(fontsize=7)
+    return _save(fig, folder, "health")
+
+
 def make_plots(runs: list[RunRecord], folder: Path, seed: int = 0) -> list[Path]:
     if not runs:
         return []
-    return f1_by_method(runs, folder, seed) + clag_clusters(runs, folder) + cost_per_method(runs, folder)
+    return (f1_by_method(runs, folder, seed) + clag_clusters(runs, folder) + cost_per_method(runs, folder)
+            + health_by_method(runs, folder))

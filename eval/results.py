@@ -188,10 +188,13 @@ def frame_of(runs: Any):
     """:func:`load`'s DataFrame for run records already found (their files are read once)."""
     import pandas as pd
 
+    from eval.health import health_columns
+
     rows = []
     for run in runs:
         shared = {"run": run.path.name, "method": run.label, "variant": run.variant, "data": run.data,
-                  "llm": run.llm, "profile": run.profile, "on_subset": run.on_subset}
+                  "llm": run.llm, "profile": run.profile, "on_subset": run.on_subset,
+                  **health_columns(run.health)}
         for record in run.predictions:
             row = {**shared, **{k: record.get(k) for k in QUESTION_COLUMNS if k not in shared}}
             row.update(record.get("scores") or {})

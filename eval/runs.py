@@ -45,6 +45,20 @@ class RunRecord:
         """The run's profile: ``robust`` unless its method directory says ``<method>@<profile>``."""
         return self.method.partition("@")[2] or "robust"
 
+    @cached_property
+    def health(self) -> dict[str, Any]:
+        """The run's health report (``health.json``; computed from its files for a run made
+        before health reports existed)."""
+        from eval.health import health_report
+
+        stored = self.path / "health.json"
+        if stored.is_file():
+            try:
+                return json.loads(stored.read_text(encoding="utf-8"))
+            except ValueError:
+                pass
+        return health_report(self.path)
+
     @property
     def on_subset(self) -> bool:
         """Whether the run used only part of its dataset (any ``data.subset.*`` option set)."""

@@ -64,6 +64,19 @@ class OnSubset:
     value: float
 
 
+#: the mark on a value from a run whose health report flags it (``eval.health``)
+HEALTH_MARK = "⚠"
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """A value from a run whose model misbehaved past the config's ``health`` thresholds (capped
+    calls, copied examples, global fallbacks): the cell carries :data:`HEALTH_MARK` and the
+    table's notes say which run and why."""
+
+    value: Any
+
+
 @dataclass(frozen=True)
 class Mean:
     """A mean with its bootstrap 95% CI, shown ×100 without a sign (differences keep theirs)."""
@@ -74,6 +87,8 @@ class Mean:
 def _cell(value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, Flagged):
+        return _cell(value.value) + HEALTH_MARK
     if isinstance(value, Mean):
         i = value.interval
         return f"{100 * i.estimate:.2f} [{100 * i.low:.2f}, {100 * i.high:.2f}]"
@@ -203,6 +218,7 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
     scores = scores or QuestionScores.of(runs)
     title, file, metrics = PAPER_TABLES[name]
     rows, missing, used, marked = [], 0, set(), set()
+    unhealthy: dict[str, list[str]] = {}
     for published in read_published(file, paper_dir):
         method, data = method_label(published["method"], profile), published["data"]
         used.add((method, data))
@@ -217,6 +233,9 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
             if subset and reproduced is not None and delta is not None:
                 reproduced, delta = OnSubset(reproduced), OnSubset(delta)
                 marked.add(f"{method}/{data}: {run.metrics['questions']} questions")
+            if run is not None and reproduced is not None and not run.health["healthy"]:
+                reproduced = Flagged(reproduced)
+                unhealthy[f"{method}/{data}: {run.path.name}"] = run.health["flags"]
             rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value, delta,
                          _versus_reference(scores, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
@@ -232,6 +251,7 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
     if marked:
         notes.append(f"{SUBSET_MARK} run on a subset (data.subset.*), not comparable with the published "
                      f"full-dataset number: {'; '.join(sorted(marked))}.")
+    notes.extend(health_notes(unhealthy))
     if name == "bioasq_retrieval":
         notes.append("nDCG@10 is trec_eval's ndcg_cut_10; the paper's definition is unpublished.")
     notes.append("vs CLAG: paired bootstrap mean difference over shared questions, 95% CI.")
@@ -328,6 +348,12 @@ def _method_order(label: str) -> tuple[int, str]:
     return (METHOD_ORDER.index(name) if name in METHOD_ORDER else len(METHOD_ORDER)), label
 
 
+def health_notes(unhealthy: dict[str, list[str]]) -> list[str]:
+    """One note per flagged run: which, and why (the thresholds are config ``health``)."""
+    return [f"{HEALTH_MARK} not to be trusted — the run's health report flags it: {run}: {'; '.join(flags)}"
+            for run, flags in sorted(unhealthy.items())]
+
+
 def _mean_x100(rows: Any, column: str) -> float | None:
     values = rows[column].dropna() if column in rows else []
     return float(100 * values.mean()) if len(values) else None
@@ -338,6 +364,7 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
     bootstrap CI, BLEU-1, R@10, and F1's paired difference from CLAG (same profile) on the same
     questions; ``all`` pools a method's questions over the datasets it ran on."""
     rows: list[list[Any]] = []
+    unhealthy: dict[str, list[str]] = {}
     if frame.empty:
         return Table("summary", f"Every method, every dataset ({llm})", [], [], ["No complete runs."])
     frame = QuestionScores(frame[frame["llm"] == llm]).frame
@@ -355,8 +382,14 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
             if method != reference and not baseline.empty:
                 versus = paired_difference(dict(zip(mine["qkey"], mine["f1"])),
                                            dict(zip(baseline["qkey"], baseline["f1"])), resamples, seed)
-            rows.append([method, data, len(mine),
-                         Mean(bootstrap_mean(f1.to_numpy(), resamples, seed)) if len(f1) else None,
+            f1_cell: Any = Mean(bootstrap_mean(f1.to_numpy(), resamples, seed)) if len(f1) else None
+            if f1_cell is not None and "health_flagged" in mine and mine["health_flagged"].any():
+                f1_cell = Flagged(f1_cell)
+                if data != "all":
+                    flagged_runs = mine.loc[mine["health_flagged"], ["run", "health_flags"]]
+                    for run, flags in flagged_runs.drop_duplicates("run").itertuples(index=False):
+                        unhealthy[f"{method}/{data}: {run}"] = str(flags).split("; ")
+            rows.append([method, data, len(mine), f1_cell,
                          _mean_x100(mine, "bleu1"), _mean_x100(mine, "recall@10"), versus])
     notes = ["F1 [95% CI]: bootstrap over questions; vs CLAG: paired bootstrap over the questions both "
              "answered (F1 difference, 95% CI). Values ×100."]
@@ -364,6 +397,7 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
     if subset_runs:
         notes.append(f"Runs on a subset (data.subset.*): {', '.join(subset_runs)} — not the paper's "
                      "full datasets.")
+    notes.extend(health_notes(unhealthy))
     columns = ["Method", "Data", "Questions", "F1 [95% CI]", "BLEU-1", "R@10", "F1 vs CLAG (95% CI)"]
     return Table("summary", f"Every method, every dataset ({llm})", columns, rows, notes)
 

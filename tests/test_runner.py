@@ -53,7 +53,7 @@ def test_a_run_writes_the_full_results_layout(tmp_path, data_root):
     assert run_dir.parent == tmp_path / "bioasq" / "scripted" / "none"
     names = {p.name for p in run_dir.iterdir()}
     assert names == {"config.yaml", "env.json", "predictions.jsonl", "timings.jsonl", "metrics.json", "ledger.json",
-                     "memory_stats.json", "status.json", ".lock"}
+                     "memory_stats.json", "status.json", "health.json", ".lock"}
     assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
     env = json.loads((run_dir / "env.json").read_text())
     assert env["seeds"] == {"run": 42} and "hydra-core" in env["packages"] and "commit" in env["git"]

@@ -117,6 +117,7 @@ def test_tables_command_writes_tables_and_plots(runs_root, tmp_path):
     proc = cli("tables", "--runs", str(runs_root), "--out", str(out), "--bootstrap", "50")
     assert "### Clustering ablation on BioASQ (tiny)" in proc.stdout
     assert (out / "tiny" / "f1_by_method.png").is_file() and (out / "tiny" / "clag_clusters.pdf").is_file()
+    assert (out / "tiny" / "health.png").is_file()
     missing = cli("tables", "--runs", str(tmp_path / "nothing"), check=False)
     assert missing.returncode == 2 and missing.stderr.startswith("error: no run directories under")
 
@@ -238,3 +239,22 @@ def test_every_table_cell_is_what_a_notebook_computes_from_load(runs_root):
     retrieval = next(r for r in by_name["retrieval"].rows if r[:2] == ["clag", "locomo"])
     assert retrieval[2:] == [pytest.approx(100 * locomo[m].mean())
                              for m in ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")]
+
+
+def test_a_run_whose_health_is_flagged_is_marked_in_its_cells_and_named_in_the_notes(runs_root):
+    """A table never shows a degenerate run's score like any other: the cell carries ⚠ and a
+    note names the run and the reason; load() has the health columns to filter on."""
+    from eval.results import load
+    from eval.tables import HEALTH_MARK, method_summary
+
+    run_dir = next((runs_root / "bioasq" / "clag_cosine" / "tiny").iterdir())
+    (run_dir / "ledger.json").write_text(json.dumps({"by_tag": {"note": {"calls": 10, "truncated": 6}}}))
+    runs = latest_runs(find_runs(runs_root))
+    table = to_markdown(paper_table("clustering_ablation", runs, "tiny", resamples=200))
+    assert f"| Cosine-based clustering | bioasq | F1 | 66.67{HEALTH_MARK} |" in table
+    assert "| CLAG (agentic) | bioasq | F1 | 100.00 |" in table          # a healthy run: no mark
+    assert "6 of 10 calls ran to the token cap" in table and run_dir.name in table
+    frame = load(runs_root)
+    assert set(frame.loc[frame["health_flagged"], "method"]) == {"clag_cosine"}
+    summary = to_markdown(method_summary(frame, "tiny", resamples=200))
+    assert HEALTH_MARK in summary and "not to be trusted" in summary

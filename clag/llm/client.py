@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from clag.errors import UserFacingError
 from clag.llm.cache import RequestCache, request_key
+from clag.llm.calllog import CallLog, call_record
 from clag.llm.decoding import strip_reasoning
 from clag.llm.jsonout import JSONParseError, extract_json, schema_violation
 from clag.llm.ledger import Ledger
@@ -60,6 +61,8 @@ class LLMClient:
         self._local = threading.local()          # scope and counters are per thread
         self._prefetched: dict[str, list[Completion]] = {}
         self._prefetch_lock = threading.Lock()
+        #: where each call's record goes (``calls.jsonl`` of the run), once a run directory exists
+        self.call_log: CallLog | None = None
 
     @property
     def _scope(self) -> str:
@@ -165,9 +168,9 @@ class LLMClient:
                 results[i] = completion
             self._check_error_rate(fresh)
         done: list[Completion] = []
-        for request, completion in zip(seeded, results):
+        for request, completion, key in zip(seeded, results, keys):
             assert completion is not None
-            self._account(request, completion)
+            self._account(request, completion, key)
             done.append(completion)
         return done
 
@@ -184,7 +187,7 @@ class LLMClient:
                 f"{errors} of {calls} LLM requests failed ({errors / calls:.0%} > llm.max_error_rate "
                 f"{self.max_error_rate:.0%}); last: {self._last_error}")
 
-    def _account(self, request: Request, completion: Completion) -> None:
+    def _account(self, request: Request, completion: Completion, key: str = "") -> None:
         counts: dict[str, float] = {"calls": 1}
         if completion.cached:
             counts["cache_hits"] = 1
@@ -210,5 +213,8 @@ class LLMClient:
             else:
                 if schema_violation(completion.parsed, request.output_schema) is not None:
                     counts["schema_violations"] = 1
+        if self.call_log is not None:
+            self.call_log.write(call_record(request, completion, self._scope, key,
+                                            schema_violated=bool(counts.get("schema_violations"))))
         # the phase is the scope's kind: "ingest:<stream>" → ingest, "question:<id>" → question
         self.ledger.record(request.tag, phase=self._scope.split(":", 1)[0] or None, **counts)
