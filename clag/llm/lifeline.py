@@ -10,8 +10,9 @@ and stops the command. ``prctl(PR_SET_PDEATHSIG)`` would be shorter but fires wh
 that started the child exits, and the harness starts its server from whichever worker thread
 asks first.
 
-Run as a file, not as ``-m clag.llm.lifeline``: it imports nothing of the project, so it starts
-in milliseconds. SIGTERM and SIGINT to the guard stop the command too; its exit code is the
+Run as a file in isolated mode (``python -I lifeline.py``), not as ``-m clag.llm.lifeline``: it
+imports nothing of the project, so it starts in milliseconds, and ``-I`` keeps its own folder off
+``sys.path`` (``clag/llm/types.py`` would shadow the standard library's ``types``). SIGTERM and SIGINT to the guard stop the command too; its exit code is the
 command's.
 """
 

@@ -113,7 +113,9 @@ def start_tied_to_this_process(command: list[str], log) -> tuple[subprocess.Pope
     Its own session: a Ctrl-C in the terminal reaches the harness, which stops it in order."""
     read_end, write_end = os.pipe()          # neither end is inherited by other children
     try:
-        process = subprocess.Popen([sys.executable, str(LIFELINE), *command], stdin=read_end,
+        # -I: the script's folder (clag/llm, whose types.py would shadow the standard library's)
+        # is not put on sys.path, and no PYTHON* variable changes the guard
+        process = subprocess.Popen([sys.executable, "-I", str(LIFELINE), *command], stdin=read_end,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     except BaseException:
         os.close(write_end)
