@@ -45,7 +45,14 @@ def smoke(method: str, data: str, extra: list[str], root: Path) -> dict[str, Any
     return {"seconds": round(seconds, 1), "streams": env.get("sample_ids"),
             "turns": env["turns"], "questions": env["questions"],
             "calls": ledger.get("calls"), "parse_failures": ledger.get("parse_failures"),
-            **{k: metrics.get(k) for k in ("f1", "bleu1", "recall@10")}}
+            **{k: metrics.get(k) for k in ("f1", "bleu1", "recall@10")}, "health": _health(run_dir)}
+
+
+def _health(run_dir: Path) -> dict[str, Any]:
+    report = json.loads((run_dir / "health.json").read_text())
+    overall = report["overall"]
+    return {"healthy": report["healthy"], "flags": report["flags"], "capped": overall["capped"],
+            "unparsable": overall["unparsable"], "placeholder_copies": overall.get("placeholder_copies")}
 
 
 def main() -> int:
@@ -53,13 +60,14 @@ def main() -> int:
     parser.add_argument("--methods", default=METHODS)
     parser.add_argument("--data", default=DATASETS)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="keep the run directories here (default: thrown away)")
     parser.add_argument("extra", nargs="*", help="more overrides, e.g. llm=smollm2-135m")
     ns = parser.parse_args()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="clag-smoke-") as tmp:
         for data in ns.data.split(","):
             for method in ns.methods.split(","):
-                row = smoke(method, data, ns.extra, Path(tmp) / data)
+                row = smoke(method, data, ns.extra, (ns.keep or Path(tmp)) / data)
                 results.setdefault(data, {})[method] = row
                 print(f"{data:<9} {method:<12} {json.dumps(row)}", flush=True)
                 # written after every run: a long benchmark interrupted keeps what it measured

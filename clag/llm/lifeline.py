@@ -12,8 +12,8 @@ asks first.
 
 Run as a file in isolated mode (``python -I lifeline.py``), not as ``-m clag.llm.lifeline``: it
 imports nothing of the project, so it starts in milliseconds, and ``-I`` keeps its own folder off
-``sys.path`` (``clag/llm/types.py`` would shadow the standard library's ``types``). SIGTERM and SIGINT to the guard stop the command too; its exit code is the
-command's.
+``sys.path`` (``clag/llm/types.py`` would shadow the standard library's ``types``). SIGTERM and
+SIGINT to the guard stop the command too; its exit code is the command's.
 """
 
 from __future__ import annotations
