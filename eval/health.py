@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from clag.placeholders import ID_TAGS, copied, normalise
+from clag.prompts import REFERENCE_ROUTE_EXAMPLE
 
 #: the defaults of config ``health`` (a run's own config.yaml may say otherwise)
 DEFAULT_THRESHOLDS = {
@@ -32,8 +33,6 @@ DEFAULT_THRESHOLDS = {
     "placeholder": 0.20,        # share of one tag's calls that copied an example value
     "global_fallback": 0.50,    # share of a CLAG run's questions searched globally
 }
-#: the routing prompt's example id when the config shows the reference's literal one
-REFERENCE_ROUTE_EXAMPLE = "cluster_1"
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
@@ -124,8 +123,8 @@ def _overall(by_tag: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _route_example(method_cfg: Mapping[str, Any]) -> str | None:
-    """The id the routing prompt shows as its example, when it is a fixed string (``null``:
-    the reference's ``cluster_1``; ``candidate`` shows a real candidate, which is no copy)."""
+    """The id the routing prompt shows as its example, when it is a fixed string
+    (``clag.router.route_example``'s rule; ``candidate`` shows a real candidate: no copy)."""
     setting = (method_cfg.get("memory") or {}).get("route_example_id")
     if setting == "candidate":
         return None
@@ -312,6 +311,3 @@ def health_columns(report: Mapping[str, Any]) -> dict[str, Any]:
             "health_placeholder_copies": o.get("placeholder_copies", 0),
             "health_global_fallback_rate": clag.get("global_fallback_rate")}
 
-
-def flagged(reports: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in reports if not r["healthy"]]

@@ -187,7 +187,7 @@ class LLMClient:
                 f"{errors} of {calls} LLM requests failed ({errors / calls:.0%} > llm.max_error_rate "
                 f"{self.max_error_rate:.0%}); last: {self._last_error}")
 
-    def _account(self, request: Request, completion: Completion, key: str = "") -> None:
+    def _account(self, request: Request, completion: Completion, key: str) -> None:
         counts: dict[str, float] = {"calls": 1}
         if completion.cached:
             counts["cache_hits"] = 1
