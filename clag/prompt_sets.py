@@ -380,3 +380,28 @@ class ReferencePrompts:
         if category == 5 and options is None:
             raise ValueError("a category-5 answer prompt needs its two options")
         return template.render(context=context, question=question, answer_tmp=list(options or ()))
+
+
+#: the reference's controller classes, by the request shape that mirrors them
+REFERENCE_CONTROLLERS = {"openai": "OpenAIController"}
+
+
+def reference_system_message(memory_file: Path, controller: str = REFERENCE_CONTROLLERS["openai"]) -> str:
+    """The system message the reference's ``controller`` sends before every prompt, read from its
+    ``get_completion`` (the first message literal whose role is ``system``), never typed here."""
+    reference = ReferenceFile(memory_file)
+    classes = [n for n in ast.walk(reference.tree) if isinstance(n, ast.ClassDef) and n.name == controller]
+    methods = [n for c in classes for n in c.body
+               if isinstance(n, ast.FunctionDef) and n.name == "get_completion"]
+    for method in methods:
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Dict):
+                continue
+            fields = {k.value: v for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            role, content = fields.get("role"), fields.get("content")
+            if (isinstance(role, ast.Constant) and role.value == "system"
+                    and isinstance(content, ast.Constant) and isinstance(content.value, str)):
+                return content.value
+    raise ReferenceTemplateError(f"{Path(memory_file).name}: {controller}.get_completion() sends no "
+                                 "system message literal; the reference file is not the pinned one")

@@ -19,11 +19,30 @@ def method_label(method: str, profile: str | None) -> str:
     return method if not profile or profile == DEFAULT_PROFILE else f"{method}@{profile}"
 
 
+#: the request shape and decoding preset a setup name leaves unsaid (the paper's SGLang path)
+DEFAULT_SHAPE = "sglang"
+DEFAULT_DECODING = "neutral"
+
+
+def setup_name(profile: str | None, request_shape: str | None = None, decoding: str | None = None) -> str:
+    """The profile, with the request shape and the decoding preset when they are not the paper's
+    path: ``reference``, ``reference+openai+llama-cpp-python``, ``robust+openai``. Runs that sent
+    different requests or decoded them differently never share a directory, a row or a column."""
+    parts = [profile or DEFAULT_PROFILE]
+    if request_shape and request_shape != DEFAULT_SHAPE:
+        parts.append(request_shape)
+    if decoding and decoding != DEFAULT_DECODING:
+        parts.append(decoding)
+    return "+".join(parts)
+
+
 def describe(cfg: Mapping[str, Any]) -> dict[str, str]:
     """The names a run directory is filed under."""
     method = cfg.get("method") or {}
     llm = cfg.get("llm") or {}
-    profile = (cfg.get("profile") or {}).get("name")
+    profile_cfg = cfg.get("profile") or {}
+    decoding = (cfg.get("decoding") or {}).get("name")
+    profile = setup_name(profile_cfg.get("name"), profile_cfg.get("request_shape"), decoding)
     return {"data": str(cfg["data"]["name"]),
             "method": method_label(str(method.get("name", "none")), profile),
             "llm": str(llm.get("name", "none"))}

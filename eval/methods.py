@@ -82,7 +82,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     from clag.placeholders import placeholders
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
-    from eval.prompt_source import build_prompt_set
+    from eval.prompt_source import build_prompt_set, build_request_shape
 
     if not cfg.get("llm"):
         raise ConfigError(f"method {cfg['method']['name']!r} needs an LLM to answer: add llm=<name>")
@@ -95,6 +95,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
     profile = dict(cfg.get("profile") or {})
     prompt_set = build_prompt_set(profile, cfg.get("data"))
+    client.request_shape = build_request_shape(profile, cfg.get("data"))
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
     else:
@@ -122,7 +123,8 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
 
     def ledger_report() -> dict[str, Any]:
         report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
-                  "profile": profile.get("name"), "prompt_set": prompt_identity,
+                  "profile": profile.get("name"), "request_shape": client.request_shape.to_dict(),
+                  "prompt_set": prompt_identity,
                   "prompt_files": ([str(f) for f in getattr(prompt_set, "files", ())]
                                    if uses_prompt_set else []),
                   "decoding": decoding_report(cfg["llm"], client.backend), **ledger.to_dict()}

@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from clag.llm.shape import REQUEST_SHAPES, RequestShape
 from clag.prompt_sets import (
     REFERENCE_EVAL_FILE,
     REFERENCE_MEMORY_FILE,
     OwnPrompts,
     PromptSet,
     ReferencePrompts,
+    reference_system_message,
 )
 from eval.errors import ConfigError, DataError
 
@@ -55,3 +57,18 @@ def build_prompt_set(profile: Mapping[str, Any] | None, data: Mapping[str, Any] 
                                                  allow_download=bool((data or {}).get("download", True)))
         return ReferencePrompts(memory_file, eval_file)
     raise ConfigError(f"unknown profile.prompts {name!r}; valid: {', '.join(PROMPT_SETS)}")
+
+
+def build_request_shape(profile: Mapping[str, Any] | None,
+                        data: Mapping[str, Any] | None = None) -> RequestShape:
+    """The request shape a run's ``profile.request_shape`` names (``sglang`` when unset). The
+    ``openai`` shape's system message is read from the reference's pinned ``CLAG_memory.py``."""
+    profile = profile or {}
+    name = str(profile.get("request_shape") or "sglang")
+    if name not in REQUEST_SHAPES:
+        raise ConfigError(f"unknown profile.request_shape {name!r}; valid: {', '.join(REQUEST_SHAPES)}")
+    if name == "sglang":
+        return RequestShape()
+    memory_file, _ = reference_files(profile.get("reference_dir"), (data or {}).get("root"),
+                                     allow_download=bool((data or {}).get("download", True)))
+    return RequestShape(name, reference_system_message(memory_file))

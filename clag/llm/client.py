@@ -29,6 +29,7 @@ from clag.llm.calllog import CallLog, call_record
 from clag.llm.decoding import strip_reasoning
 from clag.llm.jsonout import JSONParseError, extract_json, schema_violation
 from clag.llm.ledger import Ledger
+from clag.llm.shape import RequestShape
 from clag.llm.types import LLM, Completion, Request
 
 
@@ -63,6 +64,8 @@ class LLMClient:
         self._prefetch_lock = threading.Lock()
         #: where each call's record goes (``calls.jsonl`` of the run), once a run directory exists
         self.call_log: CallLog | None = None
+        #: how prompts are sent (``profile.request_shape``): applied before seeds and cache keys
+        self.request_shape = RequestShape()
 
     @property
     def _scope(self) -> str:
@@ -98,7 +101,9 @@ class LLMClient:
         """Sampled calls get a seed derived from the run seed, the scope, the request and how many
         identical requests came before it in that scope, so a rerun draws exactly the same samples.
         Under ``greedy`` every call decodes at temperature 0 (``llm.greedy``: one answer per
-        prompt, whatever the seed — the documented alternative to averaging seeds)."""
+        prompt, whatever the seed — the documented alternative to averaging seeds). The request is
+        first put in the run's request shape, so the shape is part of its seed and cache key."""
+        request = self.request_shape.apply(request)
         if self.greedy and request.temperature > 0:
             request = replace(request, temperature=0.0)
         if request.temperature <= 0:

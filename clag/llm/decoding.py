@@ -15,10 +15,20 @@ shapes decoding beyond the request itself lives here and every backend reads it 
 - **chat rendering** — one renderer (:func:`render_chat`) for every backend that renders locally,
   so a chat request becomes the same text on ``hf`` and ``llamacpp``; servers render with the
   same template and the same ``enable_thinking``.
+- **repetition window** — ``repeat_last_n``: how many of the last tokens (prompt included) the
+  repetition penalty looks at. ``None``: all of them, as transformers does; llama.cpp's servers
+  default to 64.
 - **grammar whitespace** — ``max_whitespace`` caps the whitespace a JSON grammar allows between
-  tokens (``None``: unbounded, as servers' xgrammar and the reference). The cap must admit a
-  model's natural indentation: Qwen-family models indent nested arrays by newline + 8 spaces, and
-  a cap of 4 made them close every array at once (empty keyword lists).
+  tokens (``None``: unbounded, as servers' xgrammar and the reference) and ``whitespace_chars``
+  says which characters count (llama-cpp-python's converter allows one optional space and no
+  newline: ``max_whitespace=1, whitespace_chars=" "``). The cap must admit a model's natural
+  indentation: Qwen-family models indent nested arrays by newline + 8 spaces, and a cap of 4 made
+  them close every array at once (empty keyword lists).
+
+Named sets of these values are the ``decoding`` config group's presets (``configs/decoding/``):
+``neutral`` (the paper's SGLang path), ``llama-cpp-python`` (that server's defaults for a request
+that leaves sampling out) and ``generation-config`` (the model's own ``generation_config``, as
+vLLM's and SGLang's chat endpoints apply it). A preset is only a name; the values are the policy.
 
 The policy is part of every backend's cache identity and is written to ``ledger.json`` and
 ``env.json``.
@@ -32,11 +42,22 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from clag.errors import UserFacingError
+
 #: bump when what a policy means changes (its fields' effect on decoding), so old cache entries die
 POLICY_VERSION = "dp1"
 
 #: the default whitespace cap: admits three levels of 4-space indentation after a newline
 DEFAULT_MAX_WHITESPACE = 16
+
+#: the characters a JSON grammar admits between tokens unless the policy says fewer
+DEFAULT_WHITESPACE_CHARS = " \t\n"
+
+#: the sampling keys a model's ``generation_config`` may set (what vLLM and SGLang read from it)
+GENERATION_CONFIG_KEYS = ("top_p", "top_k", "min_p", "repetition_penalty")
+
+#: the preset that takes its values from the model's recorded ``generation_config``
+FROM_MODEL_PRESET = "generation-config"
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,8 @@ class DecodingPolicy:
     min_p: float = 0.0
     repetition_penalty: float = 1.0
     max_whitespace: int | None = DEFAULT_MAX_WHITESPACE
+    whitespace_chars: str = DEFAULT_WHITESPACE_CHARS
+    repeat_last_n: int | None = None    # None: the whole sequence
     enable_thinking: bool = False
     stop_token_ids: tuple[int, ...] = field(default_factory=tuple)   # added to the model's own
 
@@ -62,16 +85,35 @@ class DecodingPolicy:
             raise ValueError(f"repetition_penalty must be positive, not {self.repetition_penalty}")
         if self.max_whitespace is not None and self.max_whitespace < 0:
             raise ValueError(f"max_whitespace must be null or at least 0, not {self.max_whitespace}")
+        if not self.whitespace_chars or set(self.whitespace_chars) - set(" \t\n\r"):
+            raise ValueError(f"whitespace_chars must be some of space, tab, newline and return, "
+                             f"not {self.whitespace_chars!r}")
+        if self.repeat_last_n is not None and self.repeat_last_n < 1:
+            raise ValueError(f"repeat_last_n must be null (the whole sequence) or positive, "
+                             f"not {self.repeat_last_n}")
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> DecodingPolicy:
-        """The policy an ``llm`` config states; keys it leaves out keep the neutral defaults."""
+        """The policy an ``llm`` config states; keys it leaves out keep the neutral defaults.
+
+        Under ``decoding: generation-config`` the sampling keys the config leaves null come from
+        the model's recorded ``generation_config`` (a model without one is a one-line error)."""
         values: dict[str, Any] = {}
+        if cfg.get("decoding") == FROM_MODEL_PRESET:
+            recorded = cfg.get("generation_config")
+            if recorded is None:
+                raise UserFacingError(
+                    f"decoding={FROM_MODEL_PRESET}: llm={cfg.get('name')} records no generation_config "
+                    "(its sampling values); state them under llm.generation_config or pick another preset")
+            values.update({k: v for k, v in dict(recorded).items() if k in GENERATION_CONFIG_KEYS})
         for f in fields(cls):
             if f.name in cfg and cfg[f.name] is not None:
                 values[f.name] = cfg[f.name]
-        if "max_whitespace" in cfg and cfg["max_whitespace"] is None:
-            values["max_whitespace"] = None
+        for name in ("max_whitespace", "repeat_last_n"):
+            if name in cfg and cfg[name] is None:
+                values[name] = None
+        if "repeat_last_n" in values and values["repeat_last_n"] is not None:
+            values["repeat_last_n"] = int(values["repeat_last_n"])
         for name, kind in (("top_p", float), ("min_p", float), ("repetition_penalty", float),
                            ("top_k", int)):
             if name in values:
@@ -89,8 +131,14 @@ class DecodingPolicy:
         never share a cached completion."""
         ws = "inf" if self.max_whitespace is None else str(self.max_whitespace)
         stops = ",".join(str(t) for t in self.stop_token_ids)
-        return (f"{POLICY_VERSION}:p{self.top_p:g}:k{self.top_k}:m{self.min_p:g}:"
-                f"r{self.repetition_penalty:g}:ws{ws}:think{int(self.enable_thinking)}:stop[{stops}]")
+        identity = (f"{POLICY_VERSION}:p{self.top_p:g}:k{self.top_k}:m{self.min_p:g}:"
+                    f"r{self.repetition_penalty:g}:ws{ws}:think{int(self.enable_thinking)}:stop[{stops}]")
+        # fields added later are named only when they differ from what older identities meant
+        if self.whitespace_chars != DEFAULT_WHITESPACE_CHARS:
+            identity += ":wschars[" + self.whitespace_chars.encode("unicode_escape").decode() + "]"
+        if self.repeat_last_n is not None:
+            identity += f":last{self.repeat_last_n}"
+        return identity
 
     def to_dict(self) -> dict[str, Any]:
         report = asdict(self)
@@ -100,9 +148,14 @@ class DecodingPolicy:
 
     def server_sampling(self) -> dict[str, Any]:
         """The filters as an OpenAI-compatible server's extra body takes them. ``top_k: -1`` is
-        "off" on vLLM, SGLang and llama.cpp's server alike (SGLang rejects 0)."""
-        return {"top_k": self.top_k if self.top_k > 0 else -1, "min_p": self.min_p,
-                "repetition_penalty": self.repetition_penalty}
+        "off" on vLLM, SGLang and llama.cpp's server alike (SGLang rejects 0). The repetition
+        window (``repeat_last_n``, llama.cpp's name; -1: the whole context) is sent too: vLLM and
+        SGLang have no window and penalise the whole sequence; it is sent only when set."""
+        sampling: dict[str, Any] = {"top_k": self.top_k if self.top_k > 0 else -1, "min_p": self.min_p,
+                                    "repetition_penalty": self.repetition_penalty}
+        if self.repeat_last_n is not None:
+            sampling["repeat_last_n"] = self.repeat_last_n
+        return sampling
 
     def chat_template_kwargs(self) -> dict[str, Any]:
         return {"enable_thinking": self.enable_thinking}
@@ -115,7 +168,8 @@ def sampling_report(policy: DecodingPolicy, request: Any, prompt: str,
     return {"prompt": prompt, "stop_token_ids": list(stops), "temperature": request.temperature,
             "top_p": policy.top_p, "top_k": policy.top_k, "min_p": policy.min_p,
             "repetition_penalty": policy.repetition_penalty, "seed": request.seed,
-            "max_tokens": request.max_tokens, "max_whitespace": policy.max_whitespace}
+            "max_tokens": request.max_tokens, "max_whitespace": policy.max_whitespace,
+            "whitespace_chars": policy.whitespace_chars, "repeat_last_n": policy.repeat_last_n}
 
 
 # ---- reasoning ----------------------------------------------------------------------------------

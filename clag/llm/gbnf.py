@@ -30,10 +30,25 @@ def _literal(text: str) -> str:
     return json.dumps(text)
 
 
+#: how each whitespace character is written inside a GBNF character class
+_CLASS_ESCAPES = {" ": " ", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def whitespace_rule(max_whitespace: int | None, chars: str = " \t\n") -> str:
+    """The whitespace allowed between JSON tokens: ``chars`` (some of space, tab, newline,
+    return), at most ``max_whitespace`` of them (``None``: unbounded). ``(1, " ")`` is
+    llama-cpp-python's own rule, one optional space and never a newline."""
+    unknown = set(chars) - set(_CLASS_ESCAPES)
+    if not chars or unknown:
+        raise ValueError(f"whitespace characters must be some of space, tab, newline, return: {chars!r}")
+    klass = "[" + "".join(_CLASS_ESCAPES[c] for c in dict.fromkeys(chars)) + "]"
+    return f"{klass}*" if max_whitespace is None else f"{klass}{{0,{max_whitespace}}}"
+
+
 class _Writer:
-    def __init__(self, max_whitespace: int | None) -> None:
+    def __init__(self, max_whitespace: int | None, whitespace_chars: str = " \t\n") -> None:
         self.rules: dict[str, str] = {}
-        self.ws = "[ \\t\\n]*" if max_whitespace is None else f"[ \\t\\n]{{0,{max_whitespace}}}"
+        self.ws = whitespace_rule(max_whitespace, whitespace_chars)
 
     def rule(self, hint: str, body: str) -> str:
         name = "".join(c if c.isalnum() else "-" for c in hint).strip("-").lower() or "r"
@@ -93,9 +108,11 @@ class _Writer:
         raise UnsupportedSchema(f"{hint}: type {kind!r} is not supported")
 
 
-def schema_to_gbnf(schema: dict[str, Any], max_whitespace: int | None = 16) -> str:
-    """``max_whitespace``: the decoding policy's cap between tokens (``None``: unbounded)."""
-    writer = _Writer(max_whitespace)
+def schema_to_gbnf(schema: dict[str, Any], max_whitespace: int | None = 16,
+                   whitespace_chars: str = " \t\n") -> str:
+    """``max_whitespace``/``whitespace_chars``: the decoding policy's whitespace between tokens
+    (how many, ``None``: unbounded; and which characters)."""
+    writer = _Writer(max_whitespace, whitespace_chars)
     top = writer.value(schema, "root-value")
     lines = [f"root ::= {top} {writer.ws}"]
     lines += [f"{name} ::= {body}" for name, body in writer.rules.items()]

@@ -28,7 +28,13 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from clag.files import cache_home, sha256_memo
-from clag.llm.decoding import DecodingPolicy, render_chat, sampling_report, stop_token_ids
+from clag.llm.decoding import (
+    DEFAULT_WHITESPACE_CHARS,
+    DecodingPolicy,
+    render_chat,
+    sampling_report,
+    stop_token_ids,
+)
 from clag.llm.types import Completion, Request
 
 
@@ -179,8 +185,18 @@ class HFBackend:
                     self.tokenizer, vocab_size=self.model.config.vocab_size,
                     stop_token_ids=list(self.stop_token_ids))
                 self._compiler = xgr.GrammarCompiler(info, max_threads=2)
-            self._grammars[key] = self._compiler.compile_json_schema(
-                key, any_whitespace=True, max_whitespace_cnt=self.policy.max_whitespace)
+            if self.policy.whitespace_chars == DEFAULT_WHITESPACE_CHARS:
+                self._grammars[key] = self._compiler.compile_json_schema(
+                    key, any_whitespace=True, max_whitespace_cnt=self.policy.max_whitespace)
+            else:   # xgrammar's JSON rule has no choice of characters: the llama.cpp grammar does
+                from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
+
+                try:
+                    grammar = schema_to_gbnf(schema, self.policy.max_whitespace, self.policy.whitespace_chars)
+                except UnsupportedSchema as exc:
+                    raise UserFacingError(f"llm.whitespace_chars={self.policy.whitespace_chars!r} needs a "
+                                          f"schema the grammar writer supports: {exc}") from None
+                self._grammars[key] = self._compiler.compile_grammar(grammar)
         return self._grammars[key]
 
     # ---- generation ---------------------------------------------------------------------------
@@ -214,11 +230,16 @@ class HFBackend:
         kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id,
                                   "eos_token_id": stops, "do_sample": False, "temperature": None,
                                   "top_k": None, "top_p": None}
-        if self.policy.repetition_penalty != 1.0:
+        processors: list[Any] = []
+        if self.policy.repetition_penalty != 1.0 and self.policy.repeat_last_n is None:
             kwargs["repetition_penalty"] = self.policy.repetition_penalty
+        elif self.policy.repetition_penalty != 1.0:
+            from clag.llm.row_sampling import WindowedRepetitionPenalty
+
+            processors.append(WindowedRepetitionPenalty(self.policy.repetition_penalty,
+                                                        self.policy.repeat_last_n))
         if self.fixed_length and batch[0].json_schema is None:
             kwargs["min_new_tokens"] = max_new
-        processors: list[Any] = []
         if batch[0].json_schema is not None:
             import xgrammar as xgr
 

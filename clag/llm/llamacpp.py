@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from clag.errors import UserFacingError
-from clag.llm.decoding import DecodingPolicy, render_chat, sampling_report
+from clag.llm.decoding import DEFAULT_WHITESPACE_CHARS, DecodingPolicy, render_chat, sampling_report
 from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
 from clag.llm.types import Completion, Request
@@ -47,19 +47,20 @@ def without_string_lengths(schema: Any) -> Any:
 
 
 @lru_cache(maxsize=128)
-def _grammar_source(schema_json: str, max_whitespace: int | None) -> tuple[str, str]:
+def _grammar_source(schema_json: str, max_whitespace: int | None, whitespace_chars: str) -> tuple[str, str]:
     schema = json.loads(schema_json)
     try:
-        return "gbnf", schema_to_gbnf(schema, max_whitespace)
+        return "gbnf", schema_to_gbnf(schema, max_whitespace, whitespace_chars)
     except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
         return "json_schema", json.dumps(without_string_lengths(schema), sort_keys=True)
 
 
-def grammar_source(schema: dict[str, Any], max_whitespace: int | None) -> tuple[str, str]:
+def grammar_source(schema: dict[str, Any], max_whitespace: int | None,
+                   whitespace_chars: str = DEFAULT_WHITESPACE_CHARS) -> tuple[str, str]:
     """What a llama.cpp engine is given for ``schema``, in process or served — one rule for both:
     ``("gbnf", grammar)`` from :mod:`clag.llm.gbnf`, else ``("json_schema", schema as JSON)`` for
     llama.cpp's own converter. Memoised: a run asks the same few schemas thousands of times."""
-    return _grammar_source(json.dumps(schema, sort_keys=True), max_whitespace)
+    return _grammar_source(json.dumps(schema, sort_keys=True), max_whitespace, whitespace_chars)
 
 
 #: bump when the way schemas become grammars changes: cached outputs of the old grammars are not reused
@@ -92,12 +93,14 @@ class LlamaCppBackend:
                 "(it compiles llama.cpp; see docs/install.md)") from None
         threads = int(threads or default_threads())
         self.n_ctx = int(max_context or DEFAULT_CONTEXT)
+        self.policy = policy or DecodingPolicy()
+        # the repetition penalty's window is fixed when the model is loaded (llama-cpp-python)
+        last_n = self.policy.repeat_last_n if self.policy.repeat_last_n is not None else self.n_ctx
         self.model = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,
-                           verbose=False)
+                           last_n_tokens_size=last_n, verbose=False)
         # free the model before interpreter teardown, when llama-cpp-python's own cleanup fails noisily
         atexit.register(self.model.close)
         self.prompt_format = prompt_format
-        self.policy = policy or DecodingPolicy()
         self.stop_token_ids = self._end_of_generation_ids()
         self.model_id = llamacpp_model_id(path, label, prompt_format, self.policy)
         self._grammars: dict[str, Any] = {}
@@ -115,7 +118,7 @@ class LlamaCppBackend:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            kind, source = grammar_source(schema, self.policy.max_whitespace)
+            kind, source = grammar_source(schema, self.policy.max_whitespace, self.policy.whitespace_chars)
             self._grammars[key] = (LlamaGrammar.from_string(source, verbose=False) if kind == "gbnf"
                                    else LlamaGrammar.from_json_schema(source, verbose=False))
         return self._grammars[key]

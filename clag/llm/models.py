@@ -341,6 +341,7 @@ def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, An
     """The decoding policy for ``ledger.json``/``env.json``, with the stop ids the backend uses
     once it is loaded (servers: the model's own, plus the policy's extras)."""
     report = DecodingPolicy.from_config(cfg).to_dict()
+    report["preset"] = cfg.get("decoding")
     report["backend"] = str(cfg.get("backend", "hf"))
     report["greedy"] = bool(cfg.get("greedy", False))
     report["server"] = cfg.get("server")

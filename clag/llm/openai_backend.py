@@ -103,10 +103,12 @@ class OpenAIBackend:
         from clag.llm.llamacpp import grammar_source
 
         extra["repeat_penalty"] = extra.pop("repetition_penalty")
+        extra.setdefault("repeat_last_n", -1)   # the policy's whole sequence; the server's default is 64
         extra["cache_prompt"] = True
         payload.setdefault("seed", 0)          # the in-process backend's default; the server's is random
         if request.json_schema is not None:
-            kind, source = grammar_source(request.json_schema, self.policy.max_whitespace)
+            kind, source = grammar_source(request.json_schema, self.policy.max_whitespace,
+                                         self.policy.whitespace_chars)
             extra["grammar" if kind == "gbnf" else "json_schema"] = (
                 source if kind == "gbnf" else json.loads(source))
 

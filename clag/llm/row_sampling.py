@@ -54,3 +54,19 @@ class RowSampler:
             token = torch.multinomial(probs, 1, generator=generator)
             chosen[row, token] = 0.0
         return chosen
+
+
+class WindowedRepetitionPenalty:
+    """llama.cpp's repetition penalty: only the last ``window`` tokens (prompt included) count, and
+    each counts once — a positive logit is divided by ``penalty``, a negative one multiplied, as
+    transformers' whole-sequence penalty does. Used when the policy sets ``repeat_last_n``."""
+
+    def __init__(self, penalty: float, window: int) -> None:
+        self.penalty = float(penalty)
+        self.window = int(window)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        recent = input_ids[:, -self.window:]
+        picked = torch.gather(scores, 1, recent)
+        penalised = torch.where(picked < 0, picked * self.penalty, picked / self.penalty)
+        return scores.scatter(1, recent, penalised)

@@ -1,0 +1,282 @@
+"""Request shapes (``profile.request_shape``) and decoding presets (``decoding=…``): each shape
+sends what the reference's controller sends for a note, on every backend, and each preset's values
+reach every backend's request."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from clag.errors import UserFacingError
+from clag.llm.client import LLMClient
+from clag.llm.decoding import DecodingPolicy
+from clag.llm.gbnf import schema_to_gbnf
+from clag.llm.openai_backend import OpenAIBackend
+from clag.llm.shape import RequestShape
+from clag.llm.types import Request
+from clag.prompt_sets import ReferencePrompts, ReferenceTemplateError, reference_system_message
+from eval.labels import setup_name
+from tests.loopback_server import LoopbackServer
+from tests.scripted_llm import ScriptedBackend
+
+NOTE = "Ivermectin is used to treat parasitic infections such as river blindness."
+
+
+@pytest.fixture(scope="module")
+def reference_dir(data_root):
+    folder = data_root / "clag_reference" / "c938d72"
+    if not (folder / "CLAG_memory.py").is_file():
+        pytest.skip("the reference's files are not in the data root")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def system_message(reference_dir):
+    return reference_system_message(reference_dir / "CLAG_memory.py")
+
+
+@pytest.fixture(scope="module")
+def note_prompt(reference_dir):
+    return ReferencePrompts(reference_dir / "CLAG_memory.py", reference_dir / "test_CLAG.py").analysis(NOTE)
+
+
+def _controller_messages(memory_file: Path) -> list[dict]:
+    """What the reference's OpenAIController.get_completion puts in ``messages``, found in its source
+    independently of the reader under test (the list literal, evaluated with ``prompt`` unbound)."""
+    tree = ast.parse(memory_file.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "OpenAIController":
+            for call in ast.walk(node):
+                if isinstance(call, ast.keyword) and call.arg == "messages":
+                    return [{ast.literal_eval(k): (ast.literal_eval(v) if isinstance(v, ast.Constant) else "<prompt>")
+                             for k, v in zip(d.keys, d.values)} for d in call.value.elts]
+    raise AssertionError("no OpenAIController messages in the reference file")
+
+
+def test_the_system_message_is_read_from_the_pinned_reference(reference_dir, system_message):
+    messages = _controller_messages(reference_dir / "CLAG_memory.py")
+    assert messages == [{"role": "system", "content": system_message}, {"role": "user", "content": "<prompt>"}]
+    assert system_message.strip()
+
+
+def test_a_changed_reference_changes_the_system_message_and_a_missing_one_is_one_line(reference_dir, tmp_path,
+                                                                                     system_message):
+    source = (reference_dir / "CLAG_memory.py").read_text(encoding="utf-8")
+    changed = tmp_path / "changed.py"
+    changed.write_text(source.replace(system_message, "Answer in JSON."), encoding="utf-8")
+    assert reference_system_message(changed) == "Answer in JSON."
+    empty = tmp_path / "empty.py"
+    empty.write_text("class OpenAIController:\n    def get_completion(self, prompt):\n        return prompt\n")
+    with pytest.raises(ReferenceTemplateError, match="no system message"):
+        reference_system_message(empty)
+
+
+def test_shapes_rewrite_raw_prompts_only():
+    raw = Request(prompt="p", tag="note")
+    chat = Request(messages=(("user", "q"),))
+    openai = RequestShape("openai", "sys")
+    assert openai.apply(raw).messages == (("system", "sys"), ("user", "p")) and openai.apply(raw).prompt is None
+    assert openai.apply(raw).tag == "note"
+    assert openai.apply(chat) is chat and RequestShape().apply(raw) is raw
+    with pytest.raises(ValueError, match="system message"):
+        RequestShape("openai")
+    with pytest.raises(ValueError, match="request_shape"):
+        RequestShape("vllm", "sys")
+
+
+def test_the_client_applies_the_shape_before_seeds_and_cache_keys(note_prompt, system_message):
+    from clag.llm.cache import request_key
+
+    backends = {name: ScriptedBackend(lambda r: "{}") for name in ("sglang", "openai")}
+    keys = {}
+    for name, backend in backends.items():
+        client = LLMClient(backend)
+        client.request_shape = RequestShape(name, system_message if name == "openai" else None)
+        client.generate([Request(prompt=note_prompt, temperature=0.7)])
+        sent = backend.requests[0]
+        keys[name] = request_key(backend.model_id, sent)
+    assert backends["sglang"].requests[0].prompt == note_prompt
+    assert backends["openai"].requests[0].messages == (("system", system_message), ("user", note_prompt))
+    assert keys["sglang"] != keys["openai"]
+
+
+def test_openai_backend_sends_each_shape_as_the_reference_does(note_prompt, system_message, reference_dir):
+    server = LoopbackServer(reply=lambda body: "{}")
+    try:
+        backend = OpenAIBackend(server.url, "m", prompt_format="raw")
+        for name in ("sglang", "openai"):
+            client = LLMClient(backend)
+            client.request_shape = RequestShape(name, system_message if name == "openai" else None)
+            client.generate([Request(prompt=note_prompt, temperature=0.7, json_schema={"type": "object"})])
+    finally:
+        server.close()
+    raw, chat = server.bodies
+    assert server.paths[0].endswith("/completions") and raw["prompt"] == note_prompt
+    expected = [{**m, "content": note_prompt if m["content"] == "<prompt>" else m["content"]}
+                for m in _controller_messages(reference_dir / "CLAG_memory.py")]
+    assert server.paths[1].endswith("/chat/completions") and chat["messages"] == expected
+
+
+def test_hf_and_llamacpp_render_the_openai_shape_with_the_models_template(note_prompt, system_message):
+    from clag.llm.decoding import render_chat
+    from clag.llm.hf import HFBackend, convert_gguf
+    from clag.llm.models import packaged_model_path
+
+    gguf = packaged_model_path("smollm2-135m")
+    hf = HFBackend(str(convert_gguf(gguf)), label="smollm2", device="cpu")
+    shaped = RequestShape("openai", system_message).apply(Request(prompt=note_prompt))
+    template = hf.tokenizer.chat_template
+    expected = render_chat(template, [{"role": "system", "content": system_message},
+                                      {"role": "user", "content": note_prompt}],
+                           bos_token=hf.tokenizer.bos_token or "", eos_token=hf.tokenizer.eos_token or "")
+    assert hf.render(shaped) == expected
+    assert system_message in expected and expected.index(system_message) < expected.index(note_prompt)
+    assert hf.render(Request(prompt=note_prompt)) == note_prompt        # sglang: the raw prompt
+    pytest.importorskip("llama_cpp")
+    from clag.llm.llamacpp import LlamaCppBackend
+
+    lc = LlamaCppBackend(str(gguf), label="smollm2", threads=1)
+    assert lc.render(shaped) == expected
+    assert lc.render(Request(prompt=note_prompt)) == note_prompt
+
+
+# ---- decoding presets ---------------------------------------------------------------------------
+
+def _compose(overrides: list[str]) -> dict:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from eval.resources import CONFIG_DIR
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base=None):
+        return OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+
+
+LLAMA_CPP_PYTHON = dict(top_p=0.95, top_k=40, min_p=0.05, repetition_penalty=1.1, repeat_last_n=64,
+                        max_whitespace=1, whitespace_chars=" ")
+
+
+def test_presets_compose_into_the_llm_policy_and_the_run_label():
+    cfg = _compose(["method=clag", "profile=reference", "profile.request_shape=openai",
+                    "decoding=llama-cpp-python", "llm=qwen2.5-coder-0.5b"])
+    policy = DecodingPolicy.from_config(cfg["llm"])
+    assert {k: getattr(policy, k) for k in LLAMA_CPP_PYTHON} == LLAMA_CPP_PYTHON
+    neutral = DecodingPolicy.from_config(_compose(["method=clag", "profile=reference"])["llm"])
+    assert (neutral.top_p, neutral.top_k, neutral.min_p, neutral.repetition_penalty) == (1.0, 0, 0.0, 1.0)
+    assert neutral.max_whitespace is None and neutral.whitespace_chars == " \t\n"   # the profile's
+    assert DecodingPolicy.from_config(_compose(["method=clag"])["llm"]).max_whitespace == 16
+    override = DecodingPolicy.from_config(_compose(["decoding=llama-cpp-python", "llm.top_k=5"])["llm"])
+    assert override.top_k == 5 and override.min_p == 0.05
+    from eval.labels import describe
+
+    assert describe(cfg)["method"] == "clag@reference+openai+llama-cpp-python"
+    assert setup_name("reference") == "reference" and setup_name("robust", "openai") == "robust+openai"
+
+
+def test_the_generation_config_preset_takes_the_models_values_or_refuses():
+    qwen3 = DecodingPolicy.from_config(_compose(["decoding=generation-config", "llm=qwen3-0.6b"])["llm"])
+    assert (qwen3.top_p, qwen3.top_k, qwen3.min_p, qwen3.repetition_penalty) == (0.95, 20, 0.0, 1.0)
+    smol = DecodingPolicy.from_config(_compose(["decoding=generation-config", "llm=smollm2-135m"])["llm"])
+    assert (smol.top_p, smol.top_k) == (1.0, 0)
+    with pytest.raises(UserFacingError, match="records no generation_config"):
+        DecodingPolicy.from_config(_compose(["decoding=generation-config", "llm=qwen2.5-coder-0.5b"])["llm"])
+
+
+def test_policies_that_differ_in_whitespace_characters_or_window_never_share_a_cache_key():
+    base = DecodingPolicy(max_whitespace=1)
+    assert len({base.identity(), DecodingPolicy(max_whitespace=1, whitespace_chars=" ").identity(),
+                DecodingPolicy(max_whitespace=1, repeat_last_n=64).identity()}) == 3
+    assert DecodingPolicy().identity() == "dp1:p1:k0:m0:r1:ws16:think0:stop[]"   # old keys still hit
+    with pytest.raises(ValueError, match="whitespace_chars"):
+        DecodingPolicy(whitespace_chars="x")
+
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["keywords", "context"],
+          "properties": {"keywords": {"type": "array", "items": {"type": "string"}},
+                         "context": {"type": "string"}}}
+
+
+def test_one_optional_space_rejects_a_newline_and_a_second_space():
+    xgr = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string as accepts
+
+    one_space = xgr.Grammar.from_ebnf(schema_to_gbnf(SCHEMA, 1, " "))
+    assert accepts(one_space, '{"keywords": ["a", "b"], "context": "c"}')
+    assert accepts(one_space, '{"keywords":["a","b"],"context":"c"}')
+    assert not accepts(one_space, '{\n"keywords": ["a"], "context": "c"}')
+    assert not accepts(one_space, '{"keywords":  ["a"], "context": "c"}')
+    default = xgr.Grammar.from_ebnf(schema_to_gbnf(SCHEMA, 16))
+    assert accepts(default, '{\n    "keywords": ["a"],\n    "context": "c"\n}')
+
+
+def test_the_llama_cpp_python_preset_reaches_the_servers_request():
+    policy = DecodingPolicy(**LLAMA_CPP_PYTHON)
+    server = LoopbackServer(reply=lambda body: "{}")
+    try:
+        generic = OpenAIBackend(server.url, "m", policy=policy)
+        llama = OpenAIBackend(server.url, "m", policy=policy, dialect="llamacpp")
+        request = Request(messages=(("user", "q"),), temperature=0.7, json_schema=SCHEMA)
+        generic.generate([request])
+        llama.generate([request])
+    finally:
+        server.close()
+    vllm_body, llama_body = server.bodies
+    assert {k: vllm_body[k] for k in ("top_p", "top_k", "min_p", "repetition_penalty", "repeat_last_n")} == \
+        {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1, "repeat_last_n": 64}
+    assert {k: llama_body[k] for k in ("top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n")} == \
+        {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1, "repeat_last_n": 64}
+    assert "[ ]{0,1}" in llama_body["grammar"] and "\\n" not in llama_body["grammar"].split("char ::=")[0]
+    neutral = OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=DecodingPolicy(), dialect="llamacpp")
+    assert neutral.payload(request)["extra_body"]["repeat_last_n"] == -1   # not the server's 64
+
+
+def test_the_llama_cpp_python_preset_reaches_the_in_process_backends():
+    from clag.llm.hf import HFBackend, convert_gguf
+    from clag.llm.models import packaged_model_path
+    from clag.llm.row_sampling import WindowedRepetitionPenalty
+
+    policy = DecodingPolicy(**LLAMA_CPP_PYTHON)
+    gguf = packaged_model_path("smollm2-135m")
+    hf = HFBackend(str(convert_gguf(gguf)), label="smollm2", device="cpu", policy=policy)
+    request = Request(prompt="Say hi.", temperature=0.7, max_tokens=4, seed=1)
+    report = hf.sampling_report(request)
+    assert {k: report[k] for k in LLAMA_CPP_PYTHON} == LLAMA_CPP_PYTHON
+    seen = []
+    original = WindowedRepetitionPenalty.__call__
+
+    def spy(self, input_ids, scores):
+        seen.append((self.penalty, self.window))
+        return original(self, input_ids, scores)
+
+    WindowedRepetitionPenalty.__call__ = spy
+    try:
+        hf.generate([request])
+    finally:
+        WindowedRepetitionPenalty.__call__ = original
+    assert seen and seen[0] == (1.1, 64)
+    pytest.importorskip("llama_cpp")
+    from clag.llm.llamacpp import LlamaCppBackend
+
+    lc = LlamaCppBackend(str(gguf), label="smollm2", threads=1, policy=policy)
+    kwargs = lc._sampling(request)
+    assert (kwargs["top_p"], kwargs["top_k"], kwargs["min_p"], kwargs["repeat_penalty"]) == (0.95, 40, 0.05, 1.1)
+    assert lc.model.last_n_tokens_size == 64
+    assert lc.sampling_report(request) == {**report, "stop_token_ids": lc.sampling_report(request)["stop_token_ids"]}
+
+
+def test_the_windowed_penalty_equals_transformers_when_the_window_covers_the_sequence():
+    import torch
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    from clag.llm.row_sampling import WindowedRepetitionPenalty
+
+    torch.manual_seed(0)
+    ids = torch.tensor([[3, 5, 3, 7], [1, 1, 2, 0]])
+    scores = torch.randn(2, 10)
+    ours = WindowedRepetitionPenalty(1.3, 16)(ids, scores.clone())
+    theirs = RepetitionPenaltyLogitsProcessor(1.3)(ids, scores.clone())
+    assert torch.allclose(ours, theirs)
+    windowed = WindowedRepetitionPenalty(1.3, 2)(ids, scores.clone())   # only the last two tokens count
+    assert torch.equal(windowed[0, 5], scores[0, 5]) and not torch.equal(windowed[0, 7], scores[0, 7])
