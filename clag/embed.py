@@ -18,6 +18,9 @@ import numpy as np
 
 from clag.errors import UserFacingError
 
+#: sentence-transformers' default ``encode`` batch size, which the references' batch calls use
+REFERENCE_ENCODE_BATCH = 32
+
 
 class EmbedderError(UserFacingError):
     """The embedding model cannot be found; the message says what to install."""
@@ -64,9 +67,21 @@ class Embedder:
         self._memo_size = memo_size
         self._lock = threading.Lock()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], as_one_call: bool = False) -> np.ndarray:
         """Float32 matrix, one unit-length row per text. The memo is shared under a lock; the
-        model runs outside it, so concurrent streams do not wait for each other's encoding."""
+        model runs outside it, so concurrent streams do not wait for each other's encoding.
+
+        ``as_one_call``: encode exactly these texts in one model call, in batches of
+        sentence-transformers' default size, without the memo — what a reference that calls
+        ``model.encode(docs)`` gets. A text's vector depends, at float precision, on the batch it
+        is padded with: a memoised vector from another batch flipped near-ties in CLAG's profile
+        samples (one of twelve profile prompts on BioASQ stream 3 differed from the reference's)."""
+        if as_one_call:
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            vectors = self._model.encode(list(texts), batch_size=REFERENCE_ENCODE_BATCH,
+                                         convert_to_numpy=True, show_progress_bar=False)
+            return np.asarray(vectors, dtype=np.float32)
         with self._lock:
             known = {t: self._memo[t] for t in texts if t in self._memo}
         missing = list(dict.fromkeys(t for t in texts if t not in known))
@@ -83,6 +98,14 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([known[t] for t in texts])
+
+    def encode_each(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text encoded alone (no memo), as a reference that calls ``model.encode([doc])``
+        once per document gets it."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        alone = [self._model.encode([t], convert_to_numpy=True, show_progress_bar=False)[0] for t in texts]
+        return np.stack(alone).astype(np.float32)
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

@@ -95,7 +95,9 @@ class CLAGMemory(NoteMemory):
         return self.router != "kmeans"
 
     def _cluster_vectors(self, positions: list[int]) -> np.ndarray:
-        return self.embedder.encode([self.notes[p].cluster_doc() for p in positions])
+        """The members' cluster documents with their current metadata, encoded together as the
+        reference encodes one cluster's documents (one call; see :meth:`Embedder.encode`)."""
+        return self.embedder.encode([self.notes[p].cluster_doc() for p in positions], as_one_call=True)
 
     def _record(self, event: str, **details: Any) -> None:
         self.cluster_history.append({"event": event, "notes": len(self.notes),
@@ -104,11 +106,12 @@ class CLAGMemory(NoteMemory):
                                      **details})
 
     def _rebuild_cluster_index(self) -> None:
-        """Re-embed every member's cluster document with its current metadata."""
+        """Re-embed every member's cluster document with its current metadata, one cluster at a
+        time (the reference builds one retriever per cluster)."""
         self.cluster_index = VectorIndex(self.embedder.dim, "cosine")
-        positions = [p for c in self.clusters.values() for p in c.members]
-        if positions:
-            self.cluster_index.add(positions, self._cluster_vectors(positions))
+        for cluster in self.clusters.values():
+            if cluster.members:
+                self.cluster_index.add(cluster.members, self._cluster_vectors(cluster.members))
 
     # ------------------------------------------------------------------ profiles
 
@@ -131,7 +134,7 @@ class CLAGMemory(NoteMemory):
     def initialize_clusters_if_needed(self) -> None:
         if len(self.notes) < self.init_cluster_min_memories or self.clusters:
             return
-        vectors = self.embedder.encode([n.routing_text() for n in self.notes])
+        vectors = self.embedder.encode([n.routing_text() for n in self.notes], as_one_call=True)
         for cluster in cl.initial_clusters(vectors, [n.tags for n in self.notes],
                                            [n.context for n in self.notes], self.init_n_clusters,
                                            self.kmeans_seed, self.prompts):
@@ -162,7 +165,8 @@ class CLAGMemory(NoteMemory):
         self.clusters = rebuilt
         self._rebuild_cluster_index()
         for cluster in self.clusters.values():
-            vectors = self._cluster_vectors(cluster.members)
+            # the reference encodes each member alone here (not as one call, as elsewhere)
+            vectors = self.embedder.encode_each([self.notes[p].cluster_doc() for p in cluster.members])
             cluster.centroid = vectors.mean(axis=0)
             cluster.rep_ids = [cluster.members[i] for i in cl.nearest_members(vectors, cluster.centroid, 3)]
         if self.refresh_global_index:

@@ -75,6 +75,12 @@ REFERENCE_EVOLUTION_ORDER = ("should_evolve", "actions", "suggested_connections"
                              "tags_to_update", "new_tags_neighborhood")
 
 
+#: the reference schema's ``required`` list, in its own order (``tags_to_update`` before
+#: ``new_context_neighborhood``, unlike its properties): decoding ignores it, byte-equal requests do not
+REFERENCE_EVOLUTION_REQUIRED = ("should_evolve", "actions", "suggested_connections", "tags_to_update",
+                                "new_context_neighborhood", "new_tags_neighborhood")
+
+
 def evolution_schema(bounded: bool = True, key_order: str = "project") -> dict[str, Any]:
     """``key_order="reference"`` lists the fields in the reference schema's order."""
     word = text_field(bounded, 40)
@@ -88,8 +94,10 @@ def evolution_schema(bounded: bool = True, key_order: str = "project") -> dict[s
         "new_tags_neighborhood": array_of(array_of(word, bounded, 8), bounded, 5),
     }
     if key_order == "reference":
-        fields = {name: fields[name] for name in REFERENCE_EVOLUTION_ORDER}
-    elif key_order != "project":
+        schema = object_of({name: fields[name] for name in REFERENCE_EVOLUTION_ORDER})
+        schema["required"] = list(REFERENCE_EVOLUTION_REQUIRED)
+        return schema
+    if key_order != "project":
         raise ValueError(f"key_order must be project or reference, not {key_order!r}")
     return object_of(fields)
 
