@@ -143,6 +143,8 @@ class GAMOptions:
 class GAMMemory:
     #: retrieval reads memory only, so a stream's questions may run concurrently
     concurrent_reads = True
+    #: its templates for the health report's placeholder list
+    prompt_templates = staticmethod(prompts.template_renders)
 
     def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
         self.options = GAMOptions(**options)

@@ -111,3 +111,11 @@ def follow_up_prompt(request: str, result: str) -> str:
 
 def follow_up_schema(bounded: bool = True) -> dict[str, Any]:
     return object_of({"new_requests": array_of(text_field(bounded, 200), bounded, MAX_PLAN_ITEMS)})
+
+
+def template_renders(s: str) -> dict[str, list[str]]:
+    """Each GAM call tag's templates rendered with ``s`` as every input, for the health report's
+    placeholder list (:mod:`clag.placeholders`)."""
+    return {"gam_memorize": [memorize_prompt(s, s, as_json=True), memorize_prompt(s, s, as_json=False)],
+            "gam_plan": [plan_prompt(s, s)], "gam_integrate": [integrate_prompt(s, s, s)],
+            "gam_check": [info_check_prompt(s, s)], "gam_follow_up": [follow_up_prompt(s, s)]}

@@ -149,6 +149,8 @@ class MemoryOSOptions:
 class MemoryOSMemory:
     #: retrieval raises segment visits and access counts, so questions run in order, one at a time
     concurrent_reads = False
+    #: its templates (and its answer step's) for the health report's placeholder list
+    prompt_templates = staticmethod(prompts.template_renders)
 
     def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
         self.options = MemoryOSOptions(**options)

@@ -158,3 +158,20 @@ def memory_block(speaker_a: str, speaker_b: str, history: str, retrieved: str, b
         f"<MEMORY>\nRelevant past conversations:\n{retrieved}\n\n"
         f"<CHARACTER TRAITS>\nCharacteristics of {speaker_a}:\n{background}\n"
     )
+
+
+def template_renders(s: str) -> dict[str, list[str]]:
+    """Each MemoryOS call tag's templates rendered with ``s`` as every input, for the health
+    report's placeholder list (:mod:`clag.placeholders`); its answer step's too."""
+    keywords = [keywords_prompt(s)]
+    return {"memoryos_continuity": [continuity_prompt(s, s, as_json=True),
+                                    continuity_prompt(s, s, as_json=False)],
+            "memoryos_meta": [meta_info_prompt(s, s), meta_info_prompt(None, s)],
+            "memoryos_summary": [multi_summary_prompt(s)],
+            "memoryos_keywords": keywords, "memoryos_page_keywords": keywords,
+            "memoryos_query_keywords": keywords,
+            "memoryos_profile": [profile_prompt(s)], "memoryos_assistant": [assistant_knowledge_prompt(s)],
+            "memoryos_profile_merge": [profile_merge_prompt(s, s)],
+            "answer": [answer_system_prompt(s, s, [s]), answer_user_prompt(s, s, s, s),
+                       answer_user_prompt(s, s, s, s, list_question=True)
+                       + 'Reply with a JSON object {"answer": "<your answer>"}.']}

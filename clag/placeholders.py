@@ -58,7 +58,10 @@ def shown_values(renders: Iterable[str]) -> list[str]:
     """Every quoted example value a render shows that is not an input, normalised, without
     repeats. Not counted: JSON keys (a quoted string followed by ``:``), and single words the
     prose also names outside quotes — the choices a template offers, such as the evolution's
-    ``strengthen`` / ``update_neighbor``, are answers, not placeholders."""
+    ``strengthen`` / ``update_neighbor``, are answers, not placeholders; nor are quoted
+    alternatives (``"true" or "false"``) and format examples with free-standing numbers
+    (``"15 July 2023"``: a real date answer has the same shape). Numbered names such as
+    ``keyword1`` or ``tag_1`` are placeholders."""
     found: dict[str, None] = {}
     for render in renders:
         prose = QUOTED.sub(" ", render).lower()
@@ -69,6 +72,11 @@ def shown_values(renders: Iterable[str]) -> list[str]:
             word = literal.strip().lower()
             if " " not in word and re.search(rf"(?<![\w\-]){re.escape(word)}(?![\w\-])", prose):
                 continue
+            if " " not in word and (render[match.end():].startswith(' or "')
+                                    or render[:match.start()].endswith('" or ')):
+                continue        # offered choices ("true" or "false") are answers, not examples
+            if re.search(r"(?<![\w])\d+(?![\w])", literal):
+                continue        # a format example ("15 July 2023"): real answers share its shape
             for part in parts(literal):
                 if part not in ("...", "#", "…") and re.search(r"\w", part):
                     found[part] = None
@@ -78,6 +86,15 @@ def shown_values(renders: Iterable[str]) -> list[str]:
 def placeholders(prompts: PromptSet) -> dict[str, list[str]]:
     """``{call tag: normalised values its templates show}`` for a prompt set."""
     return {tag: shown_values(renders) for tag, renders in template_renders(prompts).items()}
+
+
+def method_placeholders(memory_class: type) -> dict[str, list[str]]:
+    """``{call tag: values}`` for a memory system's own calls, from its ``prompt_templates``
+    (a function of the sentinel giving each tag's renders); empty for one without."""
+    renders = getattr(memory_class, "prompt_templates", None)
+    if renders is None:
+        return {}
+    return {tag: shown_values(texts) for tag, texts in renders(SENTINEL).items()}
 
 
 def reply_values(reply: Any) -> list[str]:

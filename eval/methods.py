@@ -73,13 +73,13 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
 
     Shared per run: one LLM client (cache + ledger), one embedder; a fresh memory per stream.
     """
-    from hydra.utils import instantiate
+    from hydra.utils import get_class, instantiate
 
     from clag.embed import Embedder
     from clag.llm.calllog import CallLog
     from clag.llm.ledger import Ledger
     from clag.llm.models import build_client, decoding_report
-    from clag.placeholders import placeholders
+    from clag.placeholders import method_placeholders, placeholders
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
     from eval.prompt_source import build_prompt_set, build_request_shape
@@ -146,4 +146,5 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     return MethodRun(make_memory, answerer, ledger_report, client.scope,
                      bool(cfg.get("batching", {}).get("prefetch_ingest", False)),
                      record_calls=record_calls,
-                     placeholders=placeholders(prompt_set) if uses_prompt_set else {})
+                     placeholders={**(placeholders(prompt_set) if uses_prompt_set else {}),
+                                   **method_placeholders(get_class(memory_cfg["_target_"]))})

@@ -191,3 +191,21 @@ def test_a_cut_line_in_the_call_log_does_not_break_the_report(tmp_path, reply):
     with (run / "calls.jsonl").open("a") as handle:
         handle.write(reply)                                # the run was killed mid-line
     assert health_report(run)["overall"]["calls"] == 10
+
+
+def test_gam_and_memoryos_calls_have_placeholder_lists_from_their_own_templates(monkeypatch):
+    from baselines import gam_prompts
+    from baselines.gam import GAMMemory
+    from baselines.memoryos import MemoryOSMemory
+    from clag.placeholders import method_placeholders
+
+    gam = method_placeholders(GAMMemory)
+    assert "<the paragraph>" in gam["gam_memorize"] and gam["gam_follow_up"] == ["question"]
+    memoryos = method_placeholders(MemoryOSMemory)
+    assert "mental health" in memoryos["answer"]
+    assert memoryos["memoryos_continuity"] == []            # "true" or "false": choices, not examples
+    assert not any("july" in value for value in memoryos["answer"])   # a date's format, not a value
+    monkeypatch.setattr(gam_prompts, "plan_prompt",
+                        lambda request, memory: f'{request} {memory} Reply {{"info_needs": ["need_1"]}}')
+    assert method_placeholders(GAMMemory)["gam_plan"] == ["need_#"]
+    assert copied({"abstract": "<The paragraph>"}, gam["gam_memorize"]) == ["<The paragraph>"]
