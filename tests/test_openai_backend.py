@@ -95,7 +95,8 @@ def test_the_llamacpp_dialect_sends_our_grammar_and_llamacpp_names(server):
     from clag.llm.gbnf import schema_to_gbnf
 
     policy = DecodingPolicy(repetition_penalty=1.1, max_whitespace=16)
-    backend = OpenAIBackend(server.url, "m", policy=policy, dialect="llamacpp", model_id="llama-server:x")
+    backend = OpenAIBackend(server.url, "m", policy=policy, dialect="llamacpp", model_id="llama-server:x",
+                            context_tokens=2048)
     closed = {**SCHEMA, "additionalProperties": False}
     backend.generate([Request(prompt="p", json_schema=closed, temperature=0)])
     backend.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0)])   # outside our converter
@@ -103,6 +104,7 @@ def test_the_llamacpp_dialect_sends_our_grammar_and_llamacpp_names(server):
     assert body["grammar"] == schema_to_gbnf(closed, 16) and other["json_schema"] == SCHEMA
     assert "response_format" not in body and "repetition_penalty" not in body
     assert (body["repeat_penalty"], body["seed"], body["cache_prompt"]) == (1.1, 0, True)
+    assert body["repeat_last_n"] == 2048        # the slot's context: the policy's whole sequence
     assert backend.model_id == "llama-server:x"
     with pytest.raises(Exception, match="stop token ids"):
         OpenAIBackend(server.url, "m", policy=DecodingPolicy(stop_token_ids=(3,)), dialect="llamacpp")

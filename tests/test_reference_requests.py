@@ -75,12 +75,13 @@ def _compare(data_root, reference_dir, n_turns: int | None, n_questions: int | N
         [(q.text, q.category, q.answer) for q in questions], thresholds=thresholds).calls
     overrides = [f"method.memory.{key}={value}" for key, value in (thresholds or {}).items()]
     ours = _harness_calls(data_root, sample, turns, questions, overrides)
-    assert [c["kind"] for c in ours] == [c["kind"] for c in reference]
     for i, (theirs, mine) in enumerate(zip(reference, ours)):
-        where = f"call {i} ({theirs['kind']})"
+        where = f"call {i} ({theirs['kind']}; {len(reference)} reference calls, {len(ours)} here)"
+        assert mine["kind"] == theirs["kind"], f"{where}: this harness made a {mine['kind']} call"
         assert mine["prompt"] == canonical(theirs["prompt"]), where
         assert json.dumps(mine["schema"]) == json.dumps(theirs["schema"]), where
         assert mine["temperature"] == theirs["temperature"], where
+    assert len(ours) == len(reference), f"{len(reference)} reference calls, {len(ours)} here"
     counts: dict[str, int] = {}
     for call in reference:
         counts[call["kind"]] = counts.get(call["kind"], 0) + 1

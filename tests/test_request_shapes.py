@@ -228,8 +228,13 @@ def test_the_llama_cpp_python_preset_reaches_the_servers_request():
     assert {k: llama_body[k] for k in ("top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n")} == \
         {"top_p": 0.95, "top_k": 40, "min_p": 0.05, "repeat_penalty": 1.1, "repeat_last_n": 64}
     assert "[ ]{0,1}" in llama_body["grammar"] and "\\n" not in llama_body["grammar"].split("char ::=")[0]
-    neutral = OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=DecodingPolicy(), dialect="llamacpp")
-    assert neutral.payload(request)["extra_body"]["repeat_last_n"] == -1   # not the server's 64
+    # the whole sequence is the slot's context, not the server's 64 (and not -1, which it rejects)
+    neutral = OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=DecodingPolicy(), dialect="llamacpp",
+                            context_tokens=4096)
+    assert neutral.payload(request)["extra_body"]["repeat_last_n"] == 4096
+    unsized = OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=DecodingPolicy(), dialect="llamacpp")
+    with pytest.raises(ValueError, match="context_tokens"):
+        unsized.payload(request)
 
 
 def test_the_llama_cpp_python_preset_reaches_the_in_process_backends():

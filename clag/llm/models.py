@@ -215,7 +215,8 @@ class ServedLlamaCpp:
                                      timeout_s=float(cfg.get("server_timeout_s") or 600),
                                      retries=int(cfg.get("retries", 3)),
                                      policy=DecodingPolicy.from_config(cfg), dialect="llamacpp",
-                                     model_id=self.model_id)
+                                     model_id=self.model_id,
+                                     context_tokens=self.spec.context_per_slot)
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         if not self.server.alive():

@@ -46,6 +46,7 @@ class OpenAIBackend:
         policy: DecodingPolicy | None = None,
         dialect: str = "openai",
         model_id: str | None = None,
+        context_tokens: int | None = None,
     ) -> None:
         from openai import OpenAI
 
@@ -57,6 +58,9 @@ class OpenAIBackend:
             raise UserFacingError("llama-server takes no extra stop token ids (llm.stop_token_ids); "
                                   "use the in-process llamacpp backend (llm.server=null) for them")
         self.dialect = dialect
+        # llama-server's slot context: the repetition window of "the whole sequence" (the server
+        # rejects llama.cpp's -1 for it; the in-process backend likewise uses its n_ctx)
+        self.context_tokens = context_tokens
         self.base_url = base_url
         self.model = model
         self.prompt_format = prompt_format
@@ -103,7 +107,11 @@ class OpenAIBackend:
         from clag.llm.llamacpp import grammar_source
 
         extra["repeat_penalty"] = extra.pop("repetition_penalty")
-        extra.setdefault("repeat_last_n", -1)   # the policy's whole sequence; the server's default is 64
+        if "repeat_last_n" not in extra:   # the policy's whole sequence; the server's default is 64
+            if self.context_tokens is None:
+                raise ValueError("the llamacpp dialect needs context_tokens for a whole-sequence "
+                                 "repetition window")
+            extra["repeat_last_n"] = self.context_tokens
         extra["cache_prompt"] = True
         payload.setdefault("seed", 0)          # the in-process backend's default; the server's is random
         if request.json_schema is not None:
