@@ -19,8 +19,21 @@ import pytest
 from tests.reference_code import call_kind, canonical, reference_stream, scripted_reply
 from tests.scripted_llm import ScriptedBackend
 
-#: the backend the harness side's config names (``llm.backend=tests.test_reference_requests:BACKEND``)
-BACKEND = None
+#: the calls the harness side sent, in order: reset by each comparison. Module-level because the
+#: harness keeps one backend per process for identical configs (``clag.llm.models.build_backend``):
+#: a reply function closing over one comparison's own list would still fill the first one's.
+CALLS: list[dict] = []
+
+
+def _capture(request):
+    kind = call_kind(request.json_schema, request.prompt)
+    CALLS.append({"kind": kind, "prompt": canonical(request.prompt), "schema": request.json_schema,
+                  "temperature": request.temperature})
+    return scripted_reply(kind, request.prompt)
+
+
+def BACKEND(cfg):  # noqa: N802 — the harness side's config names it: llm.backend=<this module>:BACKEND
+    return ScriptedBackend(_capture, model_id="reference-check")
 
 
 @pytest.fixture(scope="module")
@@ -33,22 +46,13 @@ def reference_dir(data_root):
 
 
 def _harness_calls(data_root, sample, turns, questions, overrides: list[str]) -> list[dict]:
-    global BACKEND
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from eval.methods import build_method
     from eval.resources import CONFIG_DIR
 
-    calls: list[dict] = []
-
-    def reply(request):
-        kind = call_kind(request.json_schema, request.prompt)
-        calls.append({"kind": kind, "prompt": canonical(request.prompt), "schema": request.json_schema,
-                      "temperature": request.temperature})
-        return scripted_reply(kind, request.prompt)
-
-    BACKEND = lambda cfg: ScriptedBackend(reply, model_id="reference-check")  # noqa: E731
+    CALLS.clear()
     with initialize_config_dir(str(CONFIG_DIR), version_base=None):
         cfg = OmegaConf.to_container(compose("config", overrides=[
             "method=clag", "data=bioasq", "profile=reference", f"data.root={data_root}",
@@ -60,7 +64,7 @@ def _harness_calls(data_root, sample, turns, questions, overrides: list[str]) ->
     memory.finalize()
     for question in questions:
         run.answer(question, memory.retrieve(question))
-    return calls
+    return list(CALLS)
 
 
 def _compare(data_root, reference_dir, n_turns: int | None, n_questions: int | None,
