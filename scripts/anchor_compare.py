@@ -1,0 +1,214 @@
+"""The quality anchor: this harness's CLAG runs on BioASQ stream 3 beside the reference code's own
+run with the same model (``results/anchor/reference_run.json``), one column per setup.
+
+    python scripts/anchor_compare.py [--runs results/runs] [--out results/anchor]
+
+Every run of ``clag@<setup>`` on ``bioasq`` with ``qwen2.5-coder-0.5b`` that answered stream 3
+counts; seeds of one setup are pooled (F1's 95% CI: bootstrap over the pooled questions; each
+seed's own F1 is listed too). All per-call figures come from each run's health report and call
+log, so they are the same counts ``python -m eval health RUN_DIR`` prints. Writes
+``comparison.md`` and ``comparison.json`` and copies each run's ``health.json`` under ``runs/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TAGS = ("note", "evolve", "route", "profile", "keywords", "select", "answer")
+STREAM_MEMORIES = 134
+
+
+def _json(path: Path, default: Any = None) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
+
+
+def _quoted(arg: str) -> str:
+    """An argument as a shell needs it (Hydra's list overrides carry brackets)."""
+    return f"'{arg}'" if any(c in arg for c in "[]{}*? ") and not arg.startswith("python ") else arg
+
+
+def run_figures(run: Any) -> dict[str, Any]:
+    """One run's figures, from its own files."""
+    from eval.health import health_report, read_calls
+
+    health = health_report(run.path)
+    calls = read_calls(run.path)
+    streams = _json(run.path / "memory_stats.json", [])
+    stream = next((s for s in streams if str(s.get("sample_id")) == "3"), {})
+    predictions = list(run.predictions)
+    per_tag: dict[str, Any] = {}
+    for tag in TAGS:
+        rows = [c for c in calls if c.get("tag") == tag]
+        tag_health = health["by_tag"].get(tag, {})
+        per_tag[tag] = {"calls": len(rows), "capped": tag_health.get("capped", 0),
+                        "unparsable": tag_health.get("unparsable", 0),
+                        "placeholder_copies": tag_health.get("placeholder_copies", 0),
+                        "prompt_tokens_mean": round(statistics.fmean(c["prompt_tokens"] for c in rows))
+                        if rows else None,
+                        "output_tokens_mean": round(statistics.fmean(c["completion_tokens"] for c in rows))
+                        if rows else None}
+    ingest_calls = sum(1 for c in calls if str(c.get("scope", "")).startswith("ingest"))
+    method = (health.get("method") or {}).get("clag") or {}
+    scores = [p.get("scores") or {} for p in predictions]
+    env = _json(run.path / "env.json", {})
+    return {
+        "run": run.path.name, "seed": run.config.get("seed"), "health": health,
+        "command": " ".join(_quoted(a) for a in env.get("argv", [])), "git": env.get("git"),
+        "f1_by_question": [s.get("f1", 0.0) for s in scores],
+        "bleu1_by_question": [s.get("bleu1", 0.0) for s in scores],
+        "recall@10_by_question": [s["recall@10"] for s in scores if s.get("recall@10") is not None],
+        "calls_per_memory": round(ingest_calls / STREAM_MEMORIES, 2),
+        "per_tag": per_tag,
+        "route_example_answers": method.get("route_example_answers"),
+        "routing_decisions": method.get("routing_decisions"),
+        "global_fallbacks": method.get("global_fallbacks"),
+        "clusters": method.get("clusters"), "cluster_sizes": method.get("cluster_sizes"),
+        "evolutions": stream.get("evolutions"), "links": stream.get("links"),
+    }
+
+
+def _pooled(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    import numpy as np
+
+    from eval.stats import bootstrap_mean
+
+    values = np.array([v for r in runs for v in r[key]], dtype=float) * 100
+    if values.size == 0:
+        return {}
+    interval = bootstrap_mean(values)
+    return {"mean": round(interval.estimate, 2),
+            "low": round(interval.low, 2), "high": round(interval.high, 2),
+            "per_seed": [round(100 * statistics.fmean(r[key]), 2) if r[key] else None for r in runs]}
+
+
+def compare(runs_root: Path) -> dict[str, Any]:
+    from eval.runs import find_runs
+
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run in find_runs(runs_root):
+        if run.data != "bioasq" or run.llm != "qwen2.5-coder-0.5b" or not run.label.startswith("clag@"):
+            continue
+        subset = ((run.config.get("data") or {}).get("subset") or {}).get("sample_ids")
+        if list(subset or []) != [3]:
+            continue
+        groups[run.profile].append(run_figures(run))
+    setups = {}
+    for setup, runs in sorted(groups.items()):
+        runs.sort(key=lambda r: (r["seed"] is None, r["seed"]))
+        setups[setup] = {"runs": runs, "f1": _pooled(runs, "f1_by_question"),
+                         "bleu1": _pooled(runs, "bleu1_by_question"),
+                         "recall@10": _pooled(runs, "recall@10_by_question")}
+    return setups
+
+
+def _mean(runs: list[dict[str, Any]], get: Any) -> str:
+    values = [get(r) for r in runs]
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    text = "; ".join(str(v) for v in values)
+    return text if len(values) == 1 else f"{text} (per seed)"
+
+
+def to_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> str:
+    names = list(setups)
+    header = "| | reference code | " + " | ".join(f"`{n}`" for n in names) + " |"
+    lines = [header, "|---" * (len(names) + 2) + "|"]
+
+    def row(label: str, ref: Any, get: Any) -> None:
+        cells = [_mean(setups[n]["runs"], get) for n in names]
+        lines.append(f"| {label} | {ref if ref is not None else '—'} | " + " | ".join(cells) + " |")
+
+    def pooled(key: str) -> list[str]:
+        out = []
+        for n in names:
+            p = setups[n][key]
+            text = f"{p['mean']:.2f} [{p['low']:.2f}, {p['high']:.2f}]; seeds {p['per_seed']}" if p else "—"
+            out.append(text)
+        return out
+
+    lines.append("| seeds | 1 (42) | " + " | ".join(", ".join(str(r["seed"]) for r in setups[n]["runs"])
+                                                    for n in names) + " |")
+    lines.append(f"| F1 (pooled, 95% CI) | ≈ {reference['f1']} | " + " | ".join(pooled("f1")) + " |")
+    lines.append("| BLEU-1 (pooled) | — | " + " | ".join(pooled("bleu1")) + " |")
+    lines.append(f"| R@10 (pooled) | ≈ {reference['recall@10']} | " + " | ".join(pooled("recall@10")) + " |")
+    row("calls per memory (ingest)", reference["calls_per_memory"], lambda r: r["calls_per_memory"])
+    for tag in ("note", "evolve"):
+        ref = reference[tag]
+        row(f"{tag}: capped / unparsable", f"{ref['capped']} / {ref['unparsable']} of {ref['calls']}",
+            lambda r, t=tag: f"{r['per_tag'][t]['capped']} / {r['per_tag'][t]['unparsable']} of "
+                             f"{r['per_tag'][t]['calls']}")
+        row(f"{tag}: prompt / output tokens (mean)",
+            f"{ref['prompt_tokens_mean']} / {ref['output_tokens_mean']}",
+            lambda r, t=tag: (f"{r['per_tag'][t]['prompt_tokens_mean']} / "
+                              f"{r['per_tag'][t]['output_tokens_mean']}")
+            if r["per_tag"][t]["calls"] else None)
+    row("keyword queries copying the example", f"{reference['keywords']['placeholder_copies']} of 20",
+        lambda r: f"{r['per_tag']['keywords']['placeholder_copies']} of {r['per_tag']['keywords']['calls']}")
+    row("router answers = the example id",
+        f"{reference['route_example_answers']} of {reference['routing_decisions']}",
+        lambda r: f"{r['route_example_answers']} of {r['routing_decisions']}")
+    row("global-search fallbacks", f"{reference['global_fallbacks']} of 20",
+        lambda r: f"{r['global_fallbacks']} of 20")
+    row("clusters (sizes)", f"{reference['clusters']} ({', '.join(map(str, reference['cluster_sizes']))})",
+        lambda r: f"{r['clusters']} ({', '.join(map(str, r['cluster_sizes'] or []))})")
+    row("notes evolved", reference["evolutions"], lambda r: r["evolutions"])
+    row("links made (notes with links: reference)", reference["notes_with_links"], lambda r: r["links"])
+    row("answer prompt tokens (mean)", reference["answer"]["prompt_tokens_mean"],
+        lambda r: r["per_tag"]["answer"]["prompt_tokens_mean"])
+    row("health flags (listed below)", "—", lambda r: len(r["health"]["flags"]))
+    lines.append("")
+    lines.append("Health flags (`python -m eval health RUN_DIR`):")
+    lines.append("")
+    for n in names:
+        for r in setups[n]["runs"]:
+            lines.append(f"- `{n}`, seed {r['seed']}: " + ("; ".join(r["health"]["flags"]) or "none"))
+    lines.append("")
+    lines.append("Commands (each run's own `env.json`):")
+    lines.append("")
+    for n in names:
+        for r in setups[n]["runs"]:
+            lines.append(f"- `{n}`, seed {r['seed']}: `{r['command']}`")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=ROOT / "results" / "runs")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "anchor")
+    ns = parser.parse_args()
+    reference = _json(ns.out / "reference_run.json")
+    if reference is None:
+        sys.exit(f"error: {ns.out / 'reference_run.json'} is missing (the reference run's figures)")
+    setups = compare(ns.runs)
+    if not setups:
+        sys.exit(f"error: no CLAG run of BioASQ stream 3 with qwen2.5-coder-0.5b under {ns.runs}")
+    table = to_markdown(setups, reference)
+    (ns.out / "comparison.md").write_text(table, encoding="utf-8")
+    slim = {name: {**{k: v for k, v in s.items() if k != "runs"},
+                   "runs": [{k: v for k, v in r.items() if k != "health"} for r in s["runs"]]}
+            for name, s in setups.items()}
+    (ns.out / "comparison.json").write_text(json.dumps(slim, indent=1), encoding="utf-8")
+    for name, s in setups.items():
+        for r in s["runs"]:
+            target = ns.out / "runs" / f"{name}-seed{r['seed']}"
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "health.json").write_text(json.dumps({**r["health"], "run": r["run"]}, indent=1),
+                                                encoding="utf-8")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The anchor comparison reads each run's own files: its figures are the health report's counts,
+its F1 the mean of the run's per-question scores, its command the one ``env.json`` recorded."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.test_health import make_run
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def anchor():
+    spec = importlib.util.spec_from_file_location("anchor_compare", REPO / "scripts" / "anchor_compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _anchor_run(root: Path, setup: str, seed: int, f1s: list[float]) -> Path:
+    run_dir = make_run(root / "bioasq" / f"clag@{setup}" / "qwen2.5-coder-0.5b" / f"20261204-00000{seed}-x")
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({
+        "seed": seed, "data": {"name": "bioasq", "subset": {"sample_ids": [3]}},
+        "method": {"name": "clag", "memory": {"route_example_id": None}}}))
+    (run_dir / "status.json").write_text(json.dumps({"state": "complete"}))
+    (run_dir / "metrics.json").write_text("{}")
+    (run_dir / "env.json").write_text(json.dumps({
+        "argv": ["python -m eval run", "method=clag", "data.subset.sample_ids=[3]", f"seed={seed}"],
+        "git": {"commit": "abc", "dirty": False}}))
+    stats = json.loads((run_dir / "memory_stats.json").read_text())
+    stats[0]["sample_id"] = "3"
+    (run_dir / "memory_stats.json").write_text(json.dumps(stats))
+    (run_dir / "predictions.jsonl").write_text("".join(
+        json.dumps({"sample_id": "3", "question_id": f"q{i}", "retrieved_ids": ["D1"],
+                    "retrieval_debug": {"search_mode": "global" if i == 0 else "cluster"},
+                    "scores": {"f1": f1, "bleu1": f1 / 2, "recall@10": 0.5}}) + "\n"
+        for i, f1 in enumerate(f1s)))
+    return run_dir
+
+
+def test_the_comparison_pools_seeds_and_counts_from_each_runs_health(tmp_path, anchor):
+    _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 43, [0.0, 0.5])
+    _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 42, [1.0, 0.5])
+    _anchor_run(tmp_path, "reference", 42, [0.25, 0.25])
+    setups = anchor.compare(tmp_path)
+    assert set(setups) == {"reference+openai+llama-cpp-python", "reference"}
+    openai = setups["reference+openai+llama-cpp-python"]
+    assert [r["seed"] for r in openai["runs"]] == [42, 43]
+    assert openai["f1"]["mean"] == 50.0 and openai["f1"]["per_seed"] == [75.0, 25.0]
+    run = openai["runs"][0]
+    # the scripted calls of tests/test_health.py: two of five note analyses capped, one unparsable
+    # prose reply, one copied keyword example; one routing answer equal to the example id
+    assert (run["per_tag"]["note"]["capped"], run["per_tag"]["note"]["calls"]) == (2, 5)
+    assert run["per_tag"]["keywords"]["placeholder_copies"] == 1
+    assert (run["route_example_answers"], run["routing_decisions"]) == (1, 2)
+    assert run["global_fallbacks"] == 1 and run["evolutions"] == 2
+    reference = json.loads((REPO / "results" / "anchor" / "reference_run.json").read_text())
+    table = anchor.to_markdown(setups, reference)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines()}
+    # columns: the reference code, then the setups by name (reference, reference+openai+…)
+    assert rows["F1 (pooled, 95% CI)"].startswith("| F1 (pooled, 95% CI) | ≈ 14.6 | 25.00 [25.00, 25.00]")
+    assert "| 50.00 [" in rows["F1 (pooled, 95% CI)"] and "seeds [75.0, 25.0]" in rows["F1 (pooled, 95% CI)"]
+    assert rows["note: capped / unparsable"].endswith("| 2 / 3 of 5 | 2 / 3 of 5; 2 / 3 of 5 (per seed) |")
+    assert rows["evolve: prompt / output tokens (mean)"].endswith("| — | — |")     # no evolution call
+    assert "`python -m eval run method=clag 'data.subset.sample_ids=[3]' seed=42`" in table
