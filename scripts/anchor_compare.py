@@ -74,6 +74,7 @@ def run_figures(run: Any) -> dict[str, Any]:
         "route_example_answers": method.get("route_example_answers"),
         "routing_decisions": method.get("routing_decisions"),
         "global_fallbacks": method.get("global_fallbacks"),
+        "selections_naming_missing_clusters": method.get("selections_naming_missing_clusters"),
         "clusters": method.get("clusters"), "cluster_sizes": method.get("cluster_sizes"),
         "evolutions": stream.get("evolutions"), "links": stream.get("links"),
     }
@@ -160,6 +161,8 @@ def to_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> str:
     row("router answers = the example id",
         f"{reference['route_example_answers']} of {reference['routing_decisions']}",
         lambda r: f"{r['route_example_answers']} of {r['routing_decisions']}")
+    row("selections naming a missing cluster", f"{reference['selections_naming_missing_clusters']} of 20",
+        lambda r: f"{r['selections_naming_missing_clusters']} of 20")
     row("global-search fallbacks", f"{reference['global_fallbacks']} of 20",
         lambda r: f"{r['global_fallbacks']} of 20")
     row("clusters (sizes)", f"{reference['clusters']} ({', '.join(map(str, reference['cluster_sizes']))})",
