@@ -149,8 +149,9 @@ class DecodingPolicy:
     def server_sampling(self) -> dict[str, Any]:
         """The filters as an OpenAI-compatible server's extra body takes them. ``top_k: -1`` is
         "off" on vLLM, SGLang and llama.cpp's server alike (SGLang rejects 0). The repetition
-        window (``repeat_last_n``, llama.cpp's name; -1: the whole context) is sent too: vLLM and
-        SGLang have no window and penalise the whole sequence; it is sent only when set."""
+        window (``repeat_last_n``, llama.cpp's name) is sent only when set: vLLM and SGLang have no
+        window and penalise the whole sequence; llama-server's dialect sends its slot's context
+        for "the whole sequence" (it rejects llama.cpp's -1)."""
         sampling: dict[str, Any] = {"top_k": self.top_k if self.top_k > 0 else -1, "min_p": self.min_p,
                                     "repetition_penalty": self.repetition_penalty}
         if self.repeat_last_n is not None:
