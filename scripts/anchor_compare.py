@@ -45,8 +45,7 @@ def run_figures(run: Any) -> dict[str, Any]:
 
     health = health_report(run.path)
     calls = read_calls(run.path)
-    streams = _json(run.path / "memory_stats.json", [])
-    stream = next((s for s in streams if str(s.get("sample_id")) == "3"), {})
+    stream = next((s for s in run.memory_stats if str(s.get("sample_id")) == "3"), {})
     predictions = list(run.predictions)
     per_tag: dict[str, Any] = {}
     for tag in TAGS:
@@ -62,14 +61,14 @@ def run_figures(run: Any) -> dict[str, Any]:
     ingest_calls = sum(1 for c in calls if str(c.get("scope", "")).startswith("ingest"))
     method = (health.get("method") or {}).get("clag") or {}
     scores = [p.get("scores") or {} for p in predictions]
-    env = _json(run.path / "env.json", {})
     return {
         "run": run.path.name, "seed": run.config.get("seed"), "health": health,
-        "command": " ".join(_quoted(a) for a in env.get("argv", [])), "git": env.get("git"),
+        "command": " ".join(_quoted(a) for a in run.env.get("argv", [])), "git": run.env.get("git"),
         "f1_by_question": [s.get("f1", 0.0) for s in scores],
         "bleu1_by_question": [s.get("bleu1", 0.0) for s in scores],
         "recall@10_by_question": [s["recall@10"] for s in scores if s.get("recall@10") is not None],
-        "calls_per_memory": round(ingest_calls / STREAM_MEMORIES, 2),
+        "calls_per_memory": round(ingest_calls / (stream.get("memories") or STREAM_MEMORIES), 2),
+        "questions": method.get("questions"),
         "per_tag": per_tag,
         "route_example_answers": method.get("route_example_answers"),
         "routing_decisions": method.get("routing_decisions"),
@@ -162,9 +161,9 @@ def to_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> str:
         f"{reference['route_example_answers']} of {reference['routing_decisions']}",
         lambda r: f"{r['route_example_answers']} of {r['routing_decisions']}")
     row("selections naming a missing cluster", f"{reference['selections_naming_missing_clusters']} of 20",
-        lambda r: f"{r['selections_naming_missing_clusters']} of 20")
+        lambda r: f"{r['selections_naming_missing_clusters']} of {r['questions']}")
     row("global-search fallbacks", f"{reference['global_fallbacks']} of 20",
-        lambda r: f"{r['global_fallbacks']} of 20")
+        lambda r: f"{r['global_fallbacks']} of {r['questions']}")
     row("clusters (sizes)", f"{reference['clusters']} ({', '.join(map(str, reference['cluster_sizes']))})",
         lambda r: f"{r['clusters']} ({', '.join(map(str, r['cluster_sizes'] or []))})")
     row("notes evolved", reference["evolutions"], lambda r: r["evolutions"])

@@ -106,8 +106,9 @@ def scripted_reply(kind: str, prompt: str) -> str:
     if kind == "keywords":
         question = prompt.split("Question:", 1)[-1]
         picked = [w for w in re.findall(r"[A-Za-z][A-Za-z-]{4,}", question)][:3]
-        if h % 6 == 0:      # the prompt's own example, as a 0.5B model answers
-            return json.dumps({"keywords": "keyword1, keyword2, keyword3"})
+        example = re.search(r'\{"keywords": "([^"]*)"\}', prompt)
+        if example and h % 6 == 0:      # the prompt's own example, as a 0.5B model answers
+            return json.dumps({"keywords": example.group(1)})
         return json.dumps({"keywords": ", ".join(picked) or "none"})
     if kind == "select":
         candidates = list(dict.fromkeys(re.findall(r"cluster_id:\s*\"?([A-Za-z0-9_\-]+)", prompt)))
@@ -121,13 +122,18 @@ def scripted_reply(kind: str, prompt: str) -> str:
 
 
 class ScriptedController:
-    """Stands where the reference's controller is: records each call, answers from ``reply``."""
+    """Stands where the reference's controller is: records each call, answers from ``reply``.
+    A call that leaves the temperature out gets ``default_temperature``, which
+    :func:`_controller_default_temperature` reads from the reference's own controller."""
 
-    def __init__(self, reply: Callable[[str, str], str] = scripted_reply) -> None:
+    def __init__(self, reply: Callable[[str, str], str] = scripted_reply,
+                 default_temperature: float | None = None) -> None:
         self.reply = reply
+        self.default_temperature = default_temperature
         self.calls: list[dict[str, Any]] = []
 
-    def get_completion(self, prompt: str, response_format: dict, temperature: float = 0.7) -> str:
+    def get_completion(self, prompt: str, response_format: dict | None = None, **options: Any) -> str:
+        temperature = options.get("temperature", self.default_temperature)
         schema = (response_format or {}).get("json_schema", {}).get("schema")
         kind = call_kind(schema, prompt)
         self.calls.append({"kind": kind, "prompt": prompt, "schema": schema, "temperature": temperature})
@@ -167,20 +173,17 @@ def load_reference(memory_file: Path) -> types.ModuleType:
     return module
 
 
-def reference_ingest(memory_file: Path, contents: list[tuple[str, str]],
-                     reply: Callable[[str, str], str] = scripted_reply) -> tuple[Any, ScriptedController]:
-    """The reference's ingestion of one stream (``(content, time)`` per turn) as its evaluation
-    script runs it — ``add_note`` per turn, then clusters if needed and a consolidation."""
-    module = load_reference(memory_file)
-    with contextlib.redirect_stdout(io.StringIO()):
-        system = module.AgenticMemorySystem(model_name="all-MiniLM-L6-v2", llm_backend="sglang", llm_model="x")
-        controller = ScriptedController(reply)
-        system.llm_controller.llm = controller
-        for content, time in contents:
-            system.add_note(content, time=time)
-        system.initialize_clusters_if_needed()
-        system.consolidate_memories()
-    return system, controller
+def _controller_default_temperature(module: types.ModuleType) -> float:
+    """The temperature the reference's SGLang controller uses when a call names none."""
+    import inspect
+
+    return inspect.signature(module.SGLangController.get_completion).parameters["temperature"].default
+
+
+def _cluster_and_consolidate(system: Any) -> None:
+    """What the reference's evaluation script does after a stream's last turn."""
+    system.initialize_clusters_if_needed()
+    system.consolidate_memories()
 
 
 def load_reference_eval(memory_file: Path, eval_file: Path) -> types.ModuleType:
@@ -221,7 +224,7 @@ def reference_stream(memory_file: Path, eval_file: Path, contents: list[tuple[st
     ``thresholds`` sets the memory system's attributes of those names (``init_cluster_min_memories``,
     ``cluster_split_threshold``), which its constructor fixes, so short streams reach every step."""
     evaluation = load_reference_eval(memory_file, eval_file)
-    controller = ScriptedController(reply)
+    controller = ScriptedController(reply, _controller_default_temperature(sys.modules["CLAG_memory"]))
     with contextlib.redirect_stdout(io.StringIO()):
         agent = evaluation.advancedMemAgent("x", "sglang", retrieve_k, 0.5)
         agent.memory_system.llm_controller.llm = controller
@@ -232,8 +235,7 @@ def reference_stream(memory_file: Path, eval_file: Path, contents: list[tuple[st
             setattr(agent.memory_system, name, value)
         for content, time in contents:
             agent.add_memory(content, time=time)
-        agent.memory_system.initialize_clusters_if_needed()
-        agent.memory_system.consolidate_memories()
+        _cluster_and_consolidate(agent.memory_system)
         for question, category, answer in questions:
             agent.answer_question(question, category, answer)
     return controller
