@@ -145,6 +145,16 @@ def stop_now(message: str) -> None:
     os._exit(130)
 
 
+def prompt_form(resolved: dict) -> str:
+    """How the prompts reached the model. The profile's request shape comes first: under
+    ``openai`` the client wraps every prompt in chat messages before the backend sees it, so the
+    backend's own ``prompt_format`` (raw) would misdescribe the run."""
+    shape = (resolved.get("profile") or {}).get("request_shape") or "sglang"
+    if shape != "sglang":
+        return f"chat messages: request shape {shape}"
+    return f"{(resolved.get('llm') or {}).get('prompt_format', '-')} prompts"
+
+
 def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
     """One paragraph a user can read: what was run on what, and what it cost."""
     llm = resolved.get("llm") or {}
@@ -152,7 +162,7 @@ def what_ran(resolved: dict, dataset, run_dir: Path) -> str:
     calls, hits = ledger.get("calls", 0), ledger.get("cache_hits", 0)
     return (f"ran {resolved['method']['name']} on {dataset.name}: {len(dataset.samples)} stream(s), "
             f"{dataset.num_turns:,} turns, {dataset.num_questions:,} questions; LLM "
-            f"{llm.get('name', 'none')} ({llm.get('prompt_format', '-')} prompts): {calls} calls, "
+            f"{llm.get('name', 'none')} ({prompt_form(resolved)}): {calls} calls, "
             f"{hits} from cache, {ledger.get('parse_failures', 0)} unparsable")
 
 

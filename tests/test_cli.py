@@ -166,3 +166,12 @@ def test_a_bad_method_option_fails_before_any_run_directory_exists(data_root, tm
     assert proc.stderr.strip().splitlines()[-1] == (
         "error: method 'rag': retriever must be one of ('dense', 'bm25', 'hybrid'), not 'bm26'")
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_run_summary_names_the_request_shape_not_the_backends_prompt_format():
+    from eval.app import prompt_form
+
+    assert prompt_form({"llm": {"prompt_format": "raw"}}) == "raw prompts"
+    assert prompt_form({"llm": {"prompt_format": "raw"}, "profile": {"request_shape": "sglang"}}) == "raw prompts"
+    assert prompt_form({"llm": {"prompt_format": "raw"},
+                        "profile": {"request_shape": "openai"}}) == "chat messages: request shape openai"
