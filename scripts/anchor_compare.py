@@ -93,6 +93,17 @@ def _pooled(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
             "per_seed": [round(100 * statistics.fmean(r[key]), 2) if r[key] else None for r in runs]}
 
 
+def serving_suffix(config: dict[str, Any]) -> str:
+    """Runs of one setup that the model served differently are different columns. llama.cpp's
+    server replays the prompt into the repetition penalty's window; llama-cpp-python (in
+    process, ``llm.server=null``, and behind the reference's server) penalises only the tokens
+    it generated, so the same preset decodes differently on the two."""
+    llm = config.get("llm") or {}
+    if llm.get("backend") == "llamacpp" and llm.get("server") in (None, "none", False):
+        return " (in process)"
+    return ""
+
+
 def compare(runs_root: Path) -> dict[str, Any]:
     from eval.runs import find_runs
 
@@ -103,7 +114,7 @@ def compare(runs_root: Path) -> dict[str, Any]:
         subset = ((run.config.get("data") or {}).get("subset") or {}).get("sample_ids")
         if list(subset or []) != [3]:
             continue
-        groups[run.profile].append(run_figures(run))
+        groups[run.profile + serving_suffix(run.config)].append(run_figures(run))
     setups = {}
     for setup, runs in sorted(groups.items()):
         runs.sort(key=lambda r: (r["seed"] is None, r["seed"]))

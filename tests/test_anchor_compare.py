@@ -23,10 +23,12 @@ def anchor():
     return module
 
 
-def _anchor_run(root: Path, setup: str, seed: int, f1s: list[float]) -> Path:
-    run_dir = make_run(root / "bioasq" / f"clag@{setup}" / "qwen2.5-coder-0.5b" / f"20261204-00000{seed}-x")
+def _anchor_run(root: Path, setup: str, seed: int, f1s: list[float], server: str | None = "auto") -> Path:
+    run_dir = make_run(root / "bioasq" / f"clag@{setup}" / "qwen2.5-coder-0.5b"
+                       / f"20261204-00000{seed}-{server}")
     (run_dir / "config.yaml").write_text(yaml.safe_dump({
         "seed": seed, "data": {"name": "bioasq", "subset": {"sample_ids": [3]}},
+        "llm": {"name": "qwen2.5-coder-0.5b", "backend": "llamacpp", "server": server},
         "method": {"name": "clag", "memory": {"route_example_id": None}}}))
     (run_dir / "status.json").write_text(json.dumps({"state": "complete"}))
     (run_dir / "metrics.json").write_text("{}")
@@ -69,3 +71,14 @@ def test_the_comparison_pools_seeds_and_counts_from_each_runs_health(tmp_path, a
     assert rows["note: capped / unparsable"].endswith("| 2 / 3 of 5 | 2 / 3 of 5; 2 / 3 of 5 (per seed) |")
     assert rows["evolve: prompt / output tokens (mean)"].endswith("| — | — |")     # no evolution call
     assert "`python -m eval run method=clag 'data.subset.sample_ids=[3]' seed=42`" in table
+
+
+def test_in_process_runs_are_their_own_column(tmp_path, anchor):
+    """llama-server and in-process llama-cpp-python decode one preset differently (the prompt in
+    the repetition window or not), so their seeds must not be pooled."""
+    _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 42, [1.0, 0.5])
+    _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 42, [0.0, 0.0], server=None)
+    setups = anchor.compare(tmp_path)
+    assert set(setups) == {"reference+openai+llama-cpp-python", "reference+openai+llama-cpp-python (in process)"}
+    assert setups["reference+openai+llama-cpp-python (in process)"]["f1"]["mean"] == 0.0
+    assert setups["reference+openai+llama-cpp-python"]["f1"]["mean"] == 75.0
