@@ -155,7 +155,7 @@ def _compose(overrides: list[str]) -> dict:
 
 
 LLAMA_CPP_PYTHON = dict(top_p=0.95, top_k=40, min_p=0.05, repetition_penalty=1.1, repeat_last_n=64,
-                        max_whitespace=1, whitespace_chars=" ")
+                        max_whitespace=1, whitespace_chars=" ", repeat_window_includes_prompt=False)
 
 
 def test_presets_compose_into_the_llm_policy_and_the_run_label():
@@ -212,7 +212,8 @@ def test_one_optional_space_rejects_a_newline_and_a_second_space():
 
 
 def test_the_llama_cpp_python_preset_reaches_the_servers_request():
-    policy = DecodingPolicy(**LLAMA_CPP_PYTHON)
+    # the servers replay the prompt into the penalty's window: the same values, prompt counted
+    policy = DecodingPolicy(**{**LLAMA_CPP_PYTHON, "repeat_window_includes_prompt": True})
     server = LoopbackServer(reply=lambda body: "{}")
     try:
         generic = OpenAIBackend(server.url, "m", policy=policy)
@@ -252,7 +253,7 @@ def test_the_llama_cpp_python_preset_reaches_the_in_process_backends():
     original = WindowedRepetitionPenalty.__call__
 
     def spy(self, input_ids, scores):
-        seen.append((self.penalty, self.window))
+        seen.append((self.penalty, self.window, self.generated_from, input_ids.shape[1]))
         return original(self, input_ids, scores)
 
     WindowedRepetitionPenalty.__call__ = spy
@@ -260,7 +261,8 @@ def test_the_llama_cpp_python_preset_reaches_the_in_process_backends():
         hf.generate([request])
     finally:
         WindowedRepetitionPenalty.__call__ = original
-    assert seen and seen[0] == (1.1, 64)
+    # the window starts after the prompt: the first step sees the prompt alone, and leaves it out
+    assert seen and seen[0][:2] == (1.1, 64) and seen[0][2] == seen[0][3] > 0
     pytest.importorskip("llama_cpp")
     from clag.llm.llamacpp import LlamaCppBackend
 
@@ -285,3 +287,39 @@ def test_the_windowed_penalty_equals_transformers_when_the_window_covers_the_seq
     assert torch.allclose(ours, theirs)
     windowed = WindowedRepetitionPenalty(1.3, 2)(ids, scores.clone())   # only the last two tokens count
     assert torch.equal(windowed[0, 5], scores[0, 5]) and not torch.equal(windowed[0, 7], scores[0, 7])
+
+
+def test_the_penalty_window_leaves_the_prompt_out_when_the_policy_says_so():
+    import torch
+
+    from clag.llm.row_sampling import WindowedRepetitionPenalty
+
+    ids = torch.tensor([[3, 5, 3, 7]])           # a three-token prompt, then one generated token
+    scores = torch.ones(1, 10)
+    generated_only = WindowedRepetitionPenalty(2.0, 64, generated_from=3)(ids, scores.clone())
+    assert generated_only[0, 7] == 0.5 and generated_only[0, 3] == 1.0 and generated_only[0, 5] == 1.0
+    first_step = WindowedRepetitionPenalty(2.0, None, generated_from=4)(ids, scores.clone())
+    assert torch.equal(first_step, scores)       # nothing generated yet: nothing penalised
+    with_prompt = WindowedRepetitionPenalty(2.0, 64)(ids, scores.clone())
+    assert with_prompt[0, 3] == 0.5 and with_prompt[0, 5] == 0.5
+
+
+def test_a_penalty_goes_only_to_an_engine_that_counts_its_window_as_asked():
+    """llama.cpp's server replays the prompt into its sampler, llama-cpp-python never does: a
+    penalty whose window differs from the engine's is refused with one line, and server=auto
+    runs a generated-only window in process."""
+    from clag.llm.models import served_by_llama_server
+
+    generated_only = DecodingPolicy(**LLAMA_CPP_PYTHON)
+    with pytest.raises(UserFacingError, match="llm.server=null"):
+        OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=generated_only, dialect="llamacpp")
+    with pytest.raises(UserFacingError, match="OpenAI-compatible server"):
+        OpenAIBackend("http://127.0.0.1:9/v1", "m", policy=generated_only)
+    # no penalty, no window to disagree on
+    assert DecodingPolicy(repeat_window_includes_prompt=False).penalty_window_error("x", True) is None
+    assert DecodingPolicy(repetition_penalty=1.1).penalty_window_error("llama-cpp-python", False)
+    cfg = _compose(["decoding=llama-cpp-python", "llm=qwen2.5-coder-0.5b"])["llm"]
+    assert cfg["server"] == "auto" and not served_by_llama_server(cfg)
+    assert served_by_llama_server({**cfg, "repeat_window_includes_prompt": True})
+    assert served_by_llama_server(_compose(["llm=qwen2.5-coder-0.5b"])["llm"])
+    assert DecodingPolicy(**LLAMA_CPP_PYTHON).identity().endswith(":genwin")

@@ -15,9 +15,13 @@ shapes decoding beyond the request itself lives here and every backend reads it 
 - **chat rendering** — one renderer (:func:`render_chat`) for every backend that renders locally,
   so a chat request becomes the same text on ``hf`` and ``llamacpp``; servers render with the
   same template and the same ``enable_thinking``.
-- **repetition window** — ``repeat_last_n``: how many of the last tokens (prompt included) the
-  repetition penalty looks at. ``None``: all of them, as transformers does; llama.cpp's servers
-  default to 64.
+- **repetition window** — ``repeat_last_n``: how many of the last tokens the repetition penalty
+  looks at. ``None``: all of them, as transformers does; llama.cpp's servers default to 64.
+  ``repeat_window_includes_prompt`` says whether that window reaches back into the prompt:
+  transformers, vLLM, SGLang and llama.cpp's own server count the prompt's tokens (the server
+  replays the prompt into its sampler), llama-cpp-python counts only the tokens it generated
+  (its ``Llama.generate`` never feeds the prompt to the sampler). No backend can do both, so a
+  policy with a penalty goes only to a backend that honours its window (``hf`` does either).
 - **grammar whitespace** — ``max_whitespace`` caps the whitespace a JSON grammar allows between
   tokens (``None``: unbounded, as servers' xgrammar and the reference) and ``whitespace_chars``
   says which characters count (llama-cpp-python's converter allows one optional space and no
@@ -71,6 +75,7 @@ class DecodingPolicy:
     max_whitespace: int | None = DEFAULT_MAX_WHITESPACE
     whitespace_chars: str = DEFAULT_WHITESPACE_CHARS
     repeat_last_n: int | None = None    # None: the whole sequence
+    repeat_window_includes_prompt: bool = True   # False: only generated tokens (llama-cpp-python)
     enable_thinking: bool = False
     stop_token_ids: tuple[int, ...] = field(default_factory=tuple)   # added to the model's own
 
@@ -120,8 +125,9 @@ class DecodingPolicy:
                 values[name] = kind(values[name])
         if "max_whitespace" in values and values["max_whitespace"] is not None:
             values["max_whitespace"] = int(values["max_whitespace"])
-        if "enable_thinking" in values:
-            values["enable_thinking"] = bool(values["enable_thinking"])
+        for name in ("enable_thinking", "repeat_window_includes_prompt"):
+            if name in values:
+                values[name] = bool(values[name])
         if "stop_token_ids" in values:
             values["stop_token_ids"] = tuple(int(t) for t in values["stop_token_ids"])
         return cls(**values)
@@ -138,7 +144,27 @@ class DecodingPolicy:
             identity += ":wschars[" + self.whitespace_chars.encode("unicode_escape").decode() + "]"
         if self.repeat_last_n is not None:
             identity += f":last{self.repeat_last_n}"
+        if not self.repeat_window_includes_prompt:
+            identity += ":genwin"
         return identity
+
+    @property
+    def penalises(self) -> bool:
+        return self.repetition_penalty != 1.0
+
+    def penalty_window_error(self, engine: str, counts_prompt: bool) -> str | None:
+        """Why ``engine``, whose repetition window does (``counts_prompt``) or does not reach
+        into the prompt, cannot decode this policy; ``None`` when it can."""
+        if not self.penalises or self.repeat_window_includes_prompt == counts_prompt:
+            return None
+        if counts_prompt:
+            return (f"{engine} counts the prompt's tokens in the repetition penalty's window, and this "
+                    "policy counts only generated ones (llm.repeat_window_includes_prompt=false, as "
+                    "llama-cpp-python does): run it on llama-cpp-python in process (llm.backend=llamacpp "
+                    "llm.server=null) or on hf")
+        return (f"{engine} counts only generated tokens in the repetition penalty's window, and this "
+                "policy counts the prompt's too (llm.repeat_window_includes_prompt=true): set it to "
+                "false to decode as llama-cpp-python does, or run on hf or a server")
 
     def to_dict(self) -> dict[str, Any]:
         report = asdict(self)
@@ -170,7 +196,8 @@ def sampling_report(policy: DecodingPolicy, request: Any, prompt: str,
             "top_p": policy.top_p, "top_k": policy.top_k, "min_p": policy.min_p,
             "repetition_penalty": policy.repetition_penalty, "seed": request.seed,
             "max_tokens": request.max_tokens, "max_whitespace": policy.max_whitespace,
-            "whitespace_chars": policy.whitespace_chars, "repeat_last_n": policy.repeat_last_n}
+            "whitespace_chars": policy.whitespace_chars, "repeat_last_n": policy.repeat_last_n,
+            "repeat_window_includes_prompt": policy.repeat_window_includes_prompt}
 
 
 # ---- reasoning ----------------------------------------------------------------------------------

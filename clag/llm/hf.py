@@ -231,13 +231,16 @@ class HFBackend:
                                   "eos_token_id": stops, "do_sample": False, "temperature": None,
                                   "top_k": None, "top_p": None}
         processors: list[Any] = []
-        if self.policy.repetition_penalty != 1.0 and self.policy.repeat_last_n is None:
+        whole_prompt_window = self.policy.repeat_last_n is None and self.policy.repeat_window_includes_prompt
+        if self.policy.penalises and whole_prompt_window:
             kwargs["repetition_penalty"] = self.policy.repetition_penalty
-        elif self.policy.repetition_penalty != 1.0:
+        elif self.policy.penalises:
             from clag.llm.row_sampling import WindowedRepetitionPenalty
 
+            # the padded prompt's length: generated tokens start there in every row
+            start = None if self.policy.repeat_window_includes_prompt else enc["input_ids"].shape[1]
             processors.append(WindowedRepetitionPenalty(self.policy.repetition_penalty,
-                                                        self.policy.repeat_last_n))
+                                                        self.policy.repeat_last_n, generated_from=start))
         if self.fixed_length and batch[0].json_schema is None:
             kwargs["min_new_tokens"] = max_new
         if batch[0].json_schema is not None:

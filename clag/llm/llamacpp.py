@@ -94,7 +94,11 @@ class LlamaCppBackend:
         threads = int(threads or default_threads())
         self.n_ctx = int(max_context or DEFAULT_CONTEXT)
         self.policy = policy or DecodingPolicy()
-        # the repetition penalty's window is fixed when the model is loaded (llama-cpp-python)
+        problem = self.policy.penalty_window_error("llama-cpp-python", counts_prompt=False)
+        if problem:
+            raise UserFacingError(problem)
+        # the repetition penalty's window is fixed when the model is loaded (llama-cpp-python); it
+        # holds only generated tokens: Llama.generate never feeds the prompt to the sampler
         last_n = self.policy.repeat_last_n if self.policy.repeat_last_n is not None else self.n_ctx
         self.model = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=threads, n_threads_batch=threads,
                            last_n_tokens_size=last_n, verbose=False)

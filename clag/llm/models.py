@@ -163,8 +163,13 @@ class OpenAIKind(BackendKind):
 
 def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
     """``backend=llamacpp server=auto``: the GGUF runs on llama.cpp's own server, which batches
-    concurrent requests by itself (like any ``openai`` server)."""
-    return cfg.get("backend") == "llamacpp" and cfg.get("server") == "auto"
+    concurrent requests by itself (like any ``openai`` server) — unless the decoding policy's
+    repetition window leaves the prompt out, which the server cannot (it replays the prompt into
+    its sampler): then ``auto`` runs llama-cpp-python in process, which decodes it as asked."""
+    if cfg.get("backend") != "llamacpp" or cfg.get("server") != "auto":
+        return False
+    policy = DecodingPolicy.from_config(cfg)
+    return policy.penalty_window_error("llama.cpp's server", counts_prompt=True) is None
 
 
 def _server_spec(cfg: Mapping[str, Any]) -> Any:

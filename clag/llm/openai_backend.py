@@ -57,6 +57,11 @@ class OpenAIBackend:
         if dialect == "llamacpp" and policy is not None and policy.stop_token_ids:
             raise UserFacingError("llama-server takes no extra stop token ids (llm.stop_token_ids); "
                                   "use the in-process llamacpp backend (llm.server=null) for them")
+        problem = (policy or DecodingPolicy()).penalty_window_error(
+            "llama.cpp's server" if dialect == "llamacpp" else "an OpenAI-compatible server (vLLM, SGLang)",
+            counts_prompt=True)
+        if problem:
+            raise UserFacingError(problem)
         self.dialect = dialect
         # llama-server's slot context: the repetition window of "the whole sequence" (the server
         # rejects llama.cpp's -1 for it; the in-process backend likewise uses its n_ctx)

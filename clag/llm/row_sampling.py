@@ -57,16 +57,22 @@ class RowSampler:
 
 
 class WindowedRepetitionPenalty:
-    """llama.cpp's repetition penalty: only the last ``window`` tokens (prompt included) count, and
+    """llama.cpp's repetition penalty: only the last ``window`` tokens count (``None``: all), and
     each counts once — a positive logit is divided by ``penalty``, a negative one multiplied, as
-    transformers' whole-sequence penalty does. Used when the policy sets ``repeat_last_n``."""
+    transformers' whole-sequence penalty does. ``generated_from`` (the padded prompt's length)
+    leaves the prompt out of the window, as llama-cpp-python does; ``None`` keeps it in, as
+    llama.cpp's server does. Used when the policy sets a window or leaves the prompt out."""
 
-    def __init__(self, penalty: float, window: int) -> None:
+    def __init__(self, penalty: float, window: int | None, generated_from: int | None = None) -> None:
         self.penalty = float(penalty)
-        self.window = int(window)
+        self.window = None if window is None else int(window)
+        self.generated_from = generated_from
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        recent = input_ids[:, -self.window:]
+        seen = input_ids if self.generated_from is None else input_ids[:, self.generated_from:]
+        if seen.shape[1] == 0:              # the first token: nothing generated yet
+            return scores
+        recent = seen if self.window is None else seen[:, -self.window:]
         picked = torch.gather(scores, 1, recent)
         penalised = torch.where(picked < 0, picked * self.penalty, picked / self.penalty)
         return scores.scatter(1, recent, penalised)
