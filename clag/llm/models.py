@@ -168,7 +168,10 @@ def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
     its sampler): then ``auto`` runs llama-cpp-python in process, which decodes it as asked."""
     if cfg.get("backend") != "llamacpp" or cfg.get("server") != "auto":
         return False
-    policy = DecodingPolicy.from_config(cfg)
+    try:
+        policy = DecodingPolicy.from_config(cfg)
+    except UserFacingError:
+        return True        # the policy's own error is the one to show, when the backend is built
     return policy.penalty_window_error("llama.cpp's server", counts_prompt=True) is None
 
 
