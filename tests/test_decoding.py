@@ -181,3 +181,16 @@ def test_llamacpp_renders_and_stops_like_hf():
         # llama.cpp ends on the model's end token and on the other tokens its vocabulary marks as
         # end-of-generation (<|endoftext|>, <reponame>): a known, documented superset
         assert set(hf_stops) <= set(lc_stops) and hf_stops == [2]
+
+
+def test_hf_writes_the_fields_in_the_schemas_declared_order(tiny_qwen3):
+    """xgrammar is compiled from the schema as declared (it once got the keys sorted by name)."""
+    from clag.llm.hf import HFBackend
+
+    folder, _ = tiny_qwen3
+    hf = HFBackend(str(folder), label="tiny", device="cpu", policy=DecodingPolicy(max_whitespace=1))
+    for names in (["zeta", "alpha"], ["alpha", "zeta"]):
+        schema = {"type": "object", "properties": {n: {"type": "boolean"} for n in names},
+                  "required": list(names), "additionalProperties": False}
+        reply = hf.generate([Request(prompt="JSON:", json_schema=schema, temperature=0.0, max_tokens=60)])[0]
+        assert list(json.loads(reply.text)) == names, reply.text

@@ -74,3 +74,15 @@ def test_every_schema_of_the_project_becomes_a_bounded_grammar_and_outputs_valid
                                                   temperature=0.7, seed=1, max_tokens=300)])
         if completion.finish_reason == "stop":
             jsonschema.validate(json.loads(completion.text), schema)
+
+
+def test_the_engine_writes_the_fields_in_the_schemas_declared_order():
+    """The grammar fixes the order the model writes the fields in; it must be the schema's own
+    (the reference's evolution asks should_evolve first), not sorted by name."""
+    backend = build_backend(config())
+    for names in (["zeta", "alpha"], ["alpha", "zeta"]):
+        schema = {"type": "object", "properties": {n: {"type": "boolean"} for n in names},
+                  "required": list(names), "additionalProperties": False}
+        reply = backend.generate([Request(prompt="Answer in JSON.", json_schema=schema, temperature=0,
+                                          max_tokens=30)])[0]
+        assert list(json.loads(reply.text)) == names, reply.text

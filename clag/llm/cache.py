@@ -18,7 +18,26 @@ from pathlib import Path
 from clag.llm.types import Completion, Request
 
 
+def property_orders(schema: object) -> list[list[str]]:
+    """Every object's property names in declared order, depth first. Grammars make a model write
+    the fields in this order, so two schemas that differ only in it must not share a completion."""
+    found: list[list[str]] = []
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            found.append(list(properties))
+        for value in schema.values():
+            found.extend(property_orders(value))
+    elif isinstance(schema, list):
+        for value in schema:
+            found.extend(property_orders(value))
+    return found
+
+
 def request_key(model_id: str, request: Request) -> str:
+    """The payload is hashed with sorted keys, which loses the schema's property order; the order
+    is added to the key only where some object's properties are not already sorted, so keys of
+    sorted schemas stay what they were."""
     payload = {
         "model": model_id,
         "prompt": request.prompt,
@@ -28,6 +47,9 @@ def request_key(model_id: str, request: Request) -> str:
         "max_tokens": request.max_tokens,
         "seed": request.seed,
     }
+    orders = property_orders(request.json_schema)
+    if any(order != sorted(order) for order in orders):
+        payload["property_order"] = orders
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 

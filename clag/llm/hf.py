@@ -178,7 +178,7 @@ class HFBackend:
                 "JSON-schema decoding needs xgrammar: run "
                 "`pip install --no-deps xgrammar==0.2.9 apache-tvm-ffi==0.1.15.post2`") from exc
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)      # declared property order: xgrammar writes the fields in it
         if key not in self._grammars:
             if self._compiler is None:
                 info = xgr.TokenizerInfo.from_huggingface(
@@ -204,7 +204,7 @@ class HFBackend:
     def generate(self, requests: list[Request]) -> list[Completion]:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
-            groups[json.dumps([r.temperature, r.json_schema], sort_keys=True)].append(i)
+            groups[json.dumps([r.temperature, r.json_schema])].append(i)   # property order counts
         out: list[Completion | None] = [None] * len(requests)
         for indices in groups.values():
             for start in range(0, len(indices), self.batch_size):

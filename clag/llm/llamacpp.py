@@ -52,15 +52,20 @@ def _grammar_source(schema_json: str, max_whitespace: int | None, whitespace_cha
     try:
         return "gbnf", schema_to_gbnf(schema, max_whitespace, whitespace_chars)
     except UnsupportedSchema:      # llama.cpp's own converter, without the bounds that crash it
-        return "json_schema", json.dumps(without_string_lengths(schema), sort_keys=True)
+        return "json_schema", json.dumps(without_string_lengths(schema))
 
 
 def grammar_source(schema: dict[str, Any], max_whitespace: int | None,
                    whitespace_chars: str = DEFAULT_WHITESPACE_CHARS) -> tuple[str, str]:
     """What a llama.cpp engine is given for ``schema``, in process or served — one rule for both:
     ``("gbnf", grammar)`` from :mod:`clag.llm.gbnf`, else ``("json_schema", schema as JSON)`` for
-    llama.cpp's own converter. Memoised: a run asks the same few schemas thousands of times."""
-    return _grammar_source(json.dumps(schema, sort_keys=True), max_whitespace, whitespace_chars)
+    llama.cpp's own converter. Memoised: a run asks the same few schemas thousands of times.
+
+    The memo key keeps the schema's declared property order (no ``sort_keys``): the grammar makes
+    the model write the fields in that order, and which field comes first changes what a small
+    model writes (the reference's evolution asks ``should_evolve`` first; sorted keys put it
+    fourth, after the actions it would justify)."""
+    return _grammar_source(json.dumps(schema), max_whitespace, whitespace_chars)
 
 
 #: bump when the way schemas become grammars changes: cached outputs of the old grammars are not reused
@@ -120,7 +125,7 @@ class LlamaCppBackend:
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)          # declared property order: see grammar_source
         if key not in self._grammars:
             kind, source = grammar_source(schema, self.policy.max_whitespace, self.policy.whitespace_chars)
             self._grammars[key] = (LlamaGrammar.from_string(source, verbose=False) if kind == "gbnf"
