@@ -189,6 +189,12 @@ def test_hf_writes_the_fields_in_the_schemas_declared_order(tiny_qwen3):
 
     folder, _ = tiny_qwen3
     hf = HFBackend(str(folder), label="tiny", device="cpu", policy=DecodingPolicy(max_whitespace=1))
+    # no whitespace at all: xgrammar's JSON rule refuses a cap of 0, the GBNF path takes it
+    tight = HFBackend(str(folder), label="tiny", device="cpu", policy=DecodingPolicy(max_whitespace=0))
+    reply = tight.generate([Request(prompt="JSON:", json_schema={
+        "type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+        "additionalProperties": False}, temperature=0.0, max_tokens=20)])[0]
+    assert " " not in reply.text and set(json.loads(reply.text)) == {"ok"}
     for names in (["zeta", "alpha"], ["alpha", "zeta"]):
         schema = {"type": "object", "properties": {n: {"type": "boolean"} for n in names},
                   "required": list(names), "additionalProperties": False}

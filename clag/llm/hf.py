@@ -185,10 +185,10 @@ class HFBackend:
                     self.tokenizer, vocab_size=self.model.config.vocab_size,
                     stop_token_ids=list(self.stop_token_ids))
                 self._compiler = xgr.GrammarCompiler(info, max_threads=2)
-            if self.policy.whitespace_chars == DEFAULT_WHITESPACE_CHARS:
+            if self.policy.whitespace_chars == DEFAULT_WHITESPACE_CHARS and self.policy.max_whitespace != 0:
                 self._grammars[key] = self._compiler.compile_json_schema(
                     key, any_whitespace=True, max_whitespace_cnt=self.policy.max_whitespace)
-            else:   # xgrammar's JSON rule has no choice of characters: the llama.cpp grammar does
+            else:   # xgrammar's JSON rule has no choice of characters and no cap of 0: the GBNF does
                 from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 
                 try:
