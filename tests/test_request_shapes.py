@@ -323,3 +323,25 @@ def test_a_penalty_goes_only_to_an_engine_that_counts_its_window_as_asked():
     assert served_by_llama_server({**cfg, "repeat_window_includes_prompt": True})
     assert served_by_llama_server(_compose(["llm=qwen2.5-coder-0.5b"])["llm"])
     assert DecodingPolicy(**LLAMA_CPP_PYTHON).identity().endswith(":genwin")
+
+
+def test_server_auto_builds_the_in_process_engine_for_a_generated_only_window(monkeypatch):
+    """server=auto with a policy llama.cpp's server cannot honour is built in process, not
+    refused for naming a server (the first anchor run of the fixed preset stopped there)."""
+    import clag.llm.llamacpp as llamacpp
+    from clag.llm.models import BACKENDS
+
+    built: dict = {}
+
+    class Recorded:
+        def __init__(self, location, **kwargs):
+            built.update(kwargs, location=location)
+
+    monkeypatch.setattr(llamacpp, "LlamaCppBackend", Recorded)
+    monkeypatch.setattr("clag.llm.models.model_location", lambda cfg: "model.gguf")
+    cfg = _compose(["decoding=llama-cpp-python", "llm=qwen2.5-coder-0.5b"])["llm"]
+    backend = BACKENDS.get("llamacpp").build(cfg)
+    assert isinstance(backend, Recorded) and built["location"] == "model.gguf"
+    assert built["policy"].repeat_window_includes_prompt is False
+    with pytest.raises(Exception, match="auto or null"):
+        BACKENDS.get("llamacpp").build({**cfg, "server": "elsewhere"})

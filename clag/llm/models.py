@@ -240,7 +240,7 @@ class LlamaCppKind(BackendKind):
 
         if served_by_llama_server(cfg):
             return ServedLlamaCpp(cfg)
-        if cfg.get("server") not in (None, "none"):
+        if cfg.get("server") not in (None, "none", "auto"):   # auto: this policy runs in process
             raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
         return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
                                prompt_format=cfg.get("prompt_format", "raw"),
