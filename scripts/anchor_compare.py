@@ -98,8 +98,10 @@ def serving_suffix(config: dict[str, Any]) -> str:
     server replays the prompt into the repetition penalty's window; llama-cpp-python (in
     process, ``llm.server=null``, and behind the reference's server) penalises only the tokens
     it generated, so the same preset decodes differently on the two."""
-    llm = config.get("llm") or {}
-    if llm.get("backend") == "llamacpp" and llm.get("server") in (None, "none", False):
+    from clag.llm.models import served_by_llama_server
+
+    llm = config.get("llm") or {}   # server=auto runs a generated-only window in process too
+    if llm.get("backend") == "llamacpp" and not served_by_llama_server(llm):
         return " (in process)"
     return ""
 

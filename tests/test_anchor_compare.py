@@ -82,3 +82,12 @@ def test_in_process_runs_are_their_own_column(tmp_path, anchor):
     assert set(setups) == {"reference+openai+llama-cpp-python", "reference+openai+llama-cpp-python (in process)"}
     assert setups["reference+openai+llama-cpp-python (in process)"]["f1"]["mean"] == 0.0
     assert setups["reference+openai+llama-cpp-python"]["f1"]["mean"] == 75.0
+
+
+def test_server_auto_with_a_generated_only_window_is_filed_as_in_process(tmp_path, anchor):
+    """server=auto runs the llama-cpp-python preset in process: its config still says auto."""
+    run = _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 43, [0.5, 0.5])
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["llm"].update(repetition_penalty=1.1, repeat_last_n=64, repeat_window_includes_prompt=False)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert set(anchor.compare(tmp_path)) == {"reference+openai+llama-cpp-python (in process)"}
