@@ -41,7 +41,7 @@ def execute(cfg: DictConfig) -> Path:
     from eval.data import load_dataset
     from eval.labels import describe
     from eval.methods import build_method
-    from eval.results import claim_run_directory, config_hash, environment, write_json
+    from eval.results import claim_run_directory, config_hash, environment, record_resume, write_json
     from eval.runner import run_dataset, write_status
     from eval.scoring import format_summary
 
@@ -63,6 +63,7 @@ def execute(cfg: DictConfig) -> Path:
                                            names["llm"], chash)
     if resumed:
         print(f"resuming the interrupted run in {run_dir}", flush=True)
+        record_resume(run_dir)
     else:
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         env = environment({"run": resolved["seed"]})

@@ -139,6 +139,21 @@ def environment(seeds: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def record_resume(run_dir: Path) -> None:
+    """A resumed run keeps its first start's ``env.json`` (the run's identity) and appends what
+    this start ran with under ``resumes``: code changed between the starts is then on record,
+    not hidden behind the first start's commit."""
+    path = run_dir / "env.json"
+    try:
+        env = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        env = {}
+    env.setdefault("resumes", []).append({
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "argv": sys.argv,
+        "git": git_state(), "packages": package_versions()})
+    write_json(path, env)
+
+
 class PredictionLog:
     """Appends one JSON line per answered question and makes it durable at once."""
 
