@@ -93,17 +93,23 @@ def _pooled(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
             "per_seed": [round(100 * statistics.fmean(r[key]), 2) if r[key] else None for r in runs]}
 
 
-def serving_suffix(config: dict[str, Any]) -> str:
+def serving_suffix(config: dict[str, Any], model_id: str | None = None) -> str:
     """Runs of one setup that the model served differently are different columns. llama.cpp's
     server replays the prompt into the repetition penalty's window; llama-cpp-python (in
-    process, ``llm.server=null``, and behind the reference's server) penalises only the tokens
-    it generated, so the same preset decodes differently on the two."""
-    from clag.llm.models import served_by_llama_server
+    process, and behind the reference's server) penalises only the tokens it generated, so the
+    same preset decodes differently on the two. The engine is read from what ran, the ledger's
+    model id (``llama-server:…`` or ``llamacpp:…``): ``server=auto`` picks one by the policy, and
+    a config read again with later code could pick another; runs without one fall back to that."""
+    llm = config.get("llm") or {}
+    if llm.get("backend") != "llamacpp":
+        return ""
+    if model_id:
+        in_process = model_id.startswith("llamacpp:")
+    else:
+        from clag.llm.models import served_by_llama_server
 
-    llm = config.get("llm") or {}   # server=auto runs a generated-only window in process too
-    if llm.get("backend") == "llamacpp" and not served_by_llama_server(llm):
-        return " (in process)"
-    return ""
+        in_process = not served_by_llama_server(llm)
+    return " (in process)" if in_process else ""
 
 
 def compare(runs_root: Path) -> dict[str, Any]:
@@ -116,7 +122,8 @@ def compare(runs_root: Path) -> dict[str, Any]:
         subset = ((run.config.get("data") or {}).get("subset") or {}).get("sample_ids")
         if list(subset or []) != [3]:
             continue
-        groups[run.profile + serving_suffix(run.config)].append(run_figures(run))
+        model_id = (_json(run.path / "ledger.json", {}) or {}).get("model_id")
+        groups[run.profile + serving_suffix(run.config, model_id)].append(run_figures(run))
     setups = {}
     for setup, runs in sorted(groups.items()):
         runs.sort(key=lambda r: (r["seed"] is None, r["seed"]))

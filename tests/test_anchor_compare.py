@@ -91,3 +91,6 @@ def test_server_auto_with_a_generated_only_window_is_filed_as_in_process(tmp_pat
     config["llm"].update(repetition_penalty=1.1, repeat_last_n=64, repeat_window_includes_prompt=False)
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     assert set(anchor.compare(tmp_path)) == {"reference+openai+llama-cpp-python (in process)"}
+    # what ran decides, not the config read again: its ledger names llama.cpp's server
+    (run / "ledger.json").write_text(json.dumps({"model_id": "llama-server:qwen2.5-coder-0.5b:x"}))
+    assert set(anchor.compare(tmp_path)) == {"reference+openai+llama-cpp-python"}

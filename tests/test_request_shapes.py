@@ -329,7 +329,7 @@ def test_server_auto_builds_the_in_process_engine_for_a_generated_only_window(mo
     """server=auto with a policy llama.cpp's server cannot honour is built in process, not
     refused for naming a server (the first anchor run of the fixed preset stopped there)."""
     import clag.llm.llamacpp as llamacpp
-    from clag.llm.models import BACKENDS
+    from clag.llm.models import BACKENDS, ModelFileError
 
     built: dict = {}
 
@@ -343,5 +343,5 @@ def test_server_auto_builds_the_in_process_engine_for_a_generated_only_window(mo
     backend = BACKENDS.get("llamacpp").build(cfg)
     assert isinstance(backend, Recorded) and built["location"] == "model.gguf"
     assert built["policy"].repeat_window_includes_prompt is False
-    with pytest.raises(Exception, match="auto or null"):
+    with pytest.raises(ModelFileError, match="auto or null"):
         BACKENDS.get("llamacpp").build({**cfg, "server": "elsewhere"})
