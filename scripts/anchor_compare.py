@@ -61,6 +61,8 @@ def run_figures(run: Any) -> dict[str, Any]:
     ingest_calls = sum(1 for c in calls if str(c.get("scope", "")).startswith("ingest"))
     method = (health.get("method") or {}).get("clag") or {}
     scores = [p.get("scores") or {} for p in predictions]
+    parsed_evolutions = [c["reply"] for c in calls
+                         if c.get("tag") == "evolve" and c.get("parsed") and isinstance(c.get("reply"), dict)]
     return {
         "run": run.path.name, "seed": run.config.get("seed"), "health": health,
         "command": " ".join(_quoted(a) for a in run.env.get("argv", [])), "git": run.env.get("git"),
@@ -76,6 +78,12 @@ def run_figures(run: Any) -> dict[str, Any]:
         "selections_naming_missing_clusters": method.get("selections_naming_missing_clusters"),
         "clusters": method.get("clusters"), "cluster_sizes": method.get("cluster_sizes"),
         "evolutions": stream.get("evolutions"), "links": stream.get("links"),
+        "should_evolve": {"true": sum(1 for r in parsed_evolutions if r.get("should_evolve") is True),
+                          "parsed": len(parsed_evolutions)},
+        "singletons": sum(1 for size in method.get("cluster_sizes") or [] if size == 1),
+        # why each routed note went where it did: a refused route (low_similarity, invalid_choice)
+        # opens a new cluster, so these count the singletons' causes
+        "routing_reasons": dict((stream.get("routing") or {}).get("reasons") or {}),
     }
 
 
@@ -91,6 +99,105 @@ def _pooled(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {"mean": round(interval.estimate, 2),
             "low": round(interval.low, 2), "high": round(interval.high, 2),
             "per_seed": [round(100 * statistics.fmean(r[key]), 2) if r[key] else None for r in runs]}
+
+
+#: a count is called different from the reference's when a two-sided Fisher exact test against the
+#: seeds' pooled count rejects at this level (and the reference's rate is outside the seeds' range)
+ALPHA = 0.05
+
+
+def _count_figures(reference: dict[str, Any]) -> list[tuple[str, tuple[int, int], Any]]:
+    """The per-call figures that are counts of some total: (label, the reference's (k, n), a run's (k, n))."""
+    def tag(t: str, field: str) -> Any:
+        return lambda r: (r["per_tag"][t][field], r["per_tag"][t]["calls"])
+
+    ref_note, ref_evolve = reference["note"], reference["evolve"]
+    return [
+        ("note analyses at the cap", (ref_note["capped"], ref_note["calls"]), tag("note", "capped")),
+        ("note analyses unparsable", (ref_note["unparsable"], ref_note["calls"]), tag("note", "unparsable")),
+        ("evolutions at the cap", (ref_evolve["capped"], ref_evolve["calls"]), tag("evolve", "capped")),
+        ("evolutions unparsable", (ref_evolve["unparsable"], ref_evolve["calls"]),
+         tag("evolve", "unparsable")),
+        # the reference evolves a note exactly when a parsed reply says should_evolve (a parse
+        # failure reads as false), so its evolutions are its true answers among the parsed replies
+        ("should_evolve true, of parsed evolutions",
+         (reference["evolutions"], ref_evolve["calls"] - ref_evolve["unparsable"]),
+         lambda r: (r["should_evolve"]["true"], r["should_evolve"]["parsed"])),
+        ("keyword queries copying the example",
+         (reference["keywords"]["placeholder_copies"], reference["keywords"]["calls"]),
+         tag("keywords", "placeholder_copies")),
+        ("router answers = the example id",
+         (reference["route_example_answers"], reference["routing_decisions"]),
+         lambda r: (r["route_example_answers"], r["routing_decisions"])),
+        ("routes refused by the cosine floor (a new cluster each)",
+         (reference["routing_reasons"]["low_similarity"], reference["routing_decisions"]),
+         lambda r: (r["routing_reasons"].get("low_similarity", 0), r["routing_decisions"])),
+        ("routes naming a cluster not among the candidates (a new cluster each)",
+         (reference["routing_reasons"]["invalid_choice"], reference["routing_decisions"]),
+         lambda r: (r["routing_reasons"].get("invalid_choice", 0), r["routing_decisions"])),
+        ("selections naming a missing cluster", (reference["selections_naming_missing_clusters"], 20),
+         lambda r: (r["selections_naming_missing_clusters"], r["questions"])),
+        ("global-search fallbacks", (reference["global_fallbacks"], 20),
+         lambda r: (r["global_fallbacks"], r["questions"])),
+    ]
+
+
+def _value_figures(reference: dict[str, Any]) -> list[tuple[str, float, Any]]:
+    """Figures with no total to test a rate against: only the seeds' range speaks for them."""
+    return [
+        ("calls per memory (ingest)", reference["calls_per_memory"], lambda r: r["calls_per_memory"]),
+        ("clusters", reference["clusters"], lambda r: r["clusters"]),
+        ("singleton clusters", sum(1 for s in reference["cluster_sizes"] if s == 1),
+         lambda r: r["singletons"]),
+        ("evolution output tokens (mean)", reference["evolve"]["output_tokens_mean"],
+         lambda r: r["per_tag"]["evolve"]["output_tokens_mean"]),
+        ("answer prompt tokens (mean)", reference["answer"]["prompt_tokens_mean"],
+         lambda r: r["per_tag"]["answer"]["prompt_tokens_mean"]),
+    ]
+
+
+def reference_checks(setup: dict[str, Any], reference: dict[str, Any]) -> list[dict[str, Any]]:
+    """Is each of the reference run's figures one the harness's seeds could have produced?
+
+    The reference is one run, so the question is not "equal" but "inside the harness's spread":
+    F1 and R@10 lie in the seeds' range or the pooled 95% CI; a count of some total (capped calls,
+    fallbacks, ...) lies in the seeds' range of rates or a two-sided Fisher exact test of the
+    reference's k of n against the seeds' pooled count does not reject at ``ALPHA``. The test
+    takes the calls as independent; within one stream they are not (an evolution rewrites later
+    prompts), which widens the true spread, so the test errs towards "different", not "within".
+    Other figures have only the seeds' range."""
+    from scipy.stats import fisher_exact  # scikit-learn, a declared dependency, requires SciPy
+
+    runs = setup["runs"]
+    checks: list[dict[str, Any]] = []
+    for key, label in (("f1", "F1"), ("recall@10", "R@10")):
+        pooled, ref = setup[key], reference.get(key)
+        if not pooled or ref is None:
+            continue
+        seeds = [v for v in pooled["per_seed"] if v is not None]
+        in_range = min(seeds) <= ref <= max(seeds)
+        in_ci = pooled["low"] <= ref <= pooled["high"]
+        checks.append({"figure": label, "reference": ref, "seeds": seeds, "p": None,
+                       "test": "seeds' range or pooled 95% CI", "within": in_range or in_ci})
+    for label, (ref_k, ref_n), get in _count_figures(reference):
+        counts = [get(r) for r in runs]
+        counts = [(k, n) for k, n in counts if k is not None and n]
+        if not counts or not ref_n:
+            continue
+        rates = [k / n for k, n in counts]
+        pooled_k, pooled_n = sum(k for k, _ in counts), sum(n for _, n in counts)
+        p = float(fisher_exact([[ref_k, ref_n - ref_k], [pooled_k, pooled_n - pooled_k]])[1])
+        in_range = min(rates) <= ref_k / ref_n <= max(rates)
+        checks.append({"figure": label, "reference": f"{ref_k} of {ref_n}",
+                       "seeds": [f"{k} of {n}" for k, n in counts], "p": round(p, 3),
+                       "test": f"seeds' range or Fisher p ≥ {ALPHA}", "within": in_range or p >= ALPHA})
+    for label, ref, get in _value_figures(reference):
+        seeds = [v for v in (get(r) for r in runs) if v is not None]
+        if not seeds or ref is None:
+            continue
+        checks.append({"figure": label, "reference": ref, "seeds": seeds, "p": None,
+                       "test": "seeds' range", "within": min(seeds) <= ref <= max(seeds)})
+    return checks
 
 
 def serving_suffix(config: dict[str, Any], model_id: str | None = None) -> str:
@@ -131,6 +238,24 @@ def compare(runs_root: Path) -> dict[str, Any]:
                          "bleu1": _pooled(runs, "bleu1_by_question"),
                          "recall@10": _pooled(runs, "recall@10_by_question")}
     return setups
+
+
+def checks_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """One table per setup: each reference figure, the seeds' values, and whether it is within."""
+    lines: list[str] = []
+    for name, setup in setups.items():
+        checks = reference_checks(setup, reference)
+        within = sum(1 for c in checks if c["within"])
+        lines += ["", f"Is the reference run within what `{name}` does over its {len(setup['runs'])} "
+                      f"seed(s)? {within} of {len(checks)} figures are:", "",
+                  "| figure | reference code | seeds | test | Fisher p | within |",
+                  "|---|---|---|---|---|---|"]
+        for c in checks:
+            p = "—" if c["p"] is None else f"{c['p']:.3f}"
+            seeds = "; ".join(map(str, c["seeds"]))
+            lines.append(f"| {c['figure']} | {c['reference']} | {seeds} | {c['test']} "
+                         f"| {p} | {'yes' if c['within'] else '**no**'} |")
+    return lines
 
 
 def _mean(runs: list[dict[str, Any]], get: Any) -> str:
@@ -190,7 +315,11 @@ def to_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> str:
     row("links made (notes with links: reference)", reference["notes_with_links"], lambda r: r["links"])
     row("answer prompt tokens (mean)", reference["answer"]["prompt_tokens_mean"],
         lambda r: r["per_tag"]["answer"]["prompt_tokens_mean"])
+    row("should_evolve true, of parsed evolutions",
+        f"{reference['evolutions']} of {reference['evolve']['calls'] - reference['evolve']['unparsable']}",
+        lambda r: f"{r['should_evolve']['true']} of {r['should_evolve']['parsed']}")
     row("health flags (listed below)", "—", lambda r: len(r["health"]["flags"]))
+    lines += checks_markdown(setups, reference)
     lines.append("")
     lines.append("Health flags (`python -m eval health RUN_DIR`):")
     lines.append("")
@@ -220,6 +349,7 @@ def main() -> None:
     table = to_markdown(setups, reference)
     (ns.out / "comparison.md").write_text(table, encoding="utf-8")
     slim = {name: {**{k: v for k, v in s.items() if k != "runs"},
+                   "reference_checks": reference_checks(s, reference),
                    "runs": [{k: v for k, v in r.items() if k != "health"} for r in s["runs"]]}
             for name, s in setups.items()}
     (ns.out / "comparison.json").write_text(json.dumps(slim, indent=1), encoding="utf-8")

@@ -94,3 +94,35 @@ def test_server_auto_with_a_generated_only_window_is_filed_as_in_process(tmp_pat
     # what ran decides, not the config read again: its ledger names llama.cpp's server
     (run / "ledger.json").write_text(json.dumps({"model_id": "llama-server:qwen2.5-coder-0.5b:x"}))
     assert set(anchor.compare(tmp_path)) == {"reference+openai+llama-cpp-python"}
+
+
+def _figures(capped: int, low_similarity: int, f1: float) -> dict:
+    tag = {"calls": 134, "capped": capped, "unparsable": capped, "placeholder_copies": 0,
+           "prompt_tokens_mean": 1400, "output_tokens_mean": 300}
+    return {"per_tag": {t: dict(tag) for t in ("note", "evolve", "keywords", "answer")},
+            "should_evolve": {"true": 70, "parsed": 120}, "route_example_answers": 34, "routing_decisions": 34,
+            "routing_reasons": {"routed": 34 - low_similarity, "low_similarity": low_similarity},
+            "selections_naming_missing_clusters": 5, "global_fallbacks": 1, "questions": 20,
+            "calls_per_memory": 2.3, "clusters": 3 + low_similarity, "singletons": low_similarity,
+            "f1_by_question": [f1]}
+
+
+def test_reference_checks_call_a_figure_within_by_the_seeds_range_or_a_fisher_test(anchor):
+    reference = json.loads((REPO / "results" / "anchor" / "reference_run.json").read_text())
+    runs = [_figures(9, 2, 0.10), _figures(11, 3, 0.20)]
+    setup = {"runs": runs, "f1": {"mean": 15.0, "low": 5.0, "high": 25.0, "per_seed": [10.0, 20.0]},
+             "recall@10": {"mean": 50.0, "low": 45.0, "high": 55.0, "per_seed": [48.0, 52.0]}}
+    checks = {c["figure"]: c for c in anchor.reference_checks(setup, reference)}
+    assert checks["F1"]["within"] is True                          # 14.6 in [10, 20]
+    assert checks["R@10"]["within"] is False                       # 32 outside both range and CI
+    capped = checks["evolutions at the cap"]                       # reference 13 of 134: above 9 and 11
+    assert capped["within"] is True and capped["p"] >= anchor.ALPHA
+    assert capped["seeds"] == ["9 of 134", "11 of 134"]
+    # the reference's 0 of 134 capped note analyses against 22 of 268 pooled: a real difference
+    note = checks["note analyses at the cap"]
+    assert note["within"] is False and note["p"] < anchor.ALPHA
+    floor = checks["routes refused by the cosine floor (a new cluster each)"]
+    assert floor["reference"] == "4 of 34" and floor["within"] is True
+    assert checks["singleton clusters"]["within"] is False         # 6 outside [2, 3], no test to widen it
+    table = "\n".join(anchor.checks_markdown({"s": setup}, reference))
+    assert f"{sum(c['within'] for c in checks.values())} of {len(checks)} figures" in table
