@@ -106,6 +106,12 @@ def _pooled(runs: list[dict[str, Any]], key: str) -> dict[str, Any]:
 ALPHA = 0.05
 
 
+def _reference_should_evolve(reference: dict[str, Any]) -> tuple[int, int]:
+    """The reference evolves a note exactly when a parsed reply says should_evolve (a parse failure
+    reads as false), so its evolutions are its true answers among the parsed evolution replies."""
+    return reference["evolutions"], reference["evolve"]["calls"] - reference["evolve"]["unparsable"]
+
+
 def _count_figures(reference: dict[str, Any]) -> list[tuple[str, tuple[int, int], Any]]:
     """The per-call figures that are counts of some total: (label, the reference's (k, n), a run's (k, n))."""
     def tag(t: str, field: str) -> Any:
@@ -118,10 +124,7 @@ def _count_figures(reference: dict[str, Any]) -> list[tuple[str, tuple[int, int]
         ("evolutions at the cap", (ref_evolve["capped"], ref_evolve["calls"]), tag("evolve", "capped")),
         ("evolutions unparsable", (ref_evolve["unparsable"], ref_evolve["calls"]),
          tag("evolve", "unparsable")),
-        # the reference evolves a note exactly when a parsed reply says should_evolve (a parse
-        # failure reads as false), so its evolutions are its true answers among the parsed replies
-        ("should_evolve true, of parsed evolutions",
-         (reference["evolutions"], ref_evolve["calls"] - ref_evolve["unparsable"]),
+        ("should_evolve true, of parsed evolutions", _reference_should_evolve(reference),
          lambda r: (r["should_evolve"]["true"], r["should_evolve"]["parsed"])),
         ("keyword queries copying the example",
          (reference["keywords"]["placeholder_copies"], reference["keywords"]["calls"]),
@@ -315,8 +318,7 @@ def to_markdown(setups: dict[str, Any], reference: dict[str, Any]) -> str:
     row("links made (notes with links: reference)", reference["notes_with_links"], lambda r: r["links"])
     row("answer prompt tokens (mean)", reference["answer"]["prompt_tokens_mean"],
         lambda r: r["per_tag"]["answer"]["prompt_tokens_mean"])
-    row("should_evolve true, of parsed evolutions",
-        f"{reference['evolutions']} of {reference['evolve']['calls'] - reference['evolve']['unparsable']}",
+    row("should_evolve true, of parsed evolutions", "{} of {}".format(*_reference_should_evolve(reference)),
         lambda r: f"{r['should_evolve']['true']} of {r['should_evolve']['parsed']}")
     row("health flags (listed below)", "—", lambda r: len(r["health"]["flags"]))
     lines += checks_markdown(setups, reference)
