@@ -150,7 +150,10 @@ def prompt_form(resolved: dict) -> str:
     """How the prompts reached the model. The profile's request shape comes first: under
     ``openai`` the client wraps every prompt in chat messages before the backend sees it, so the
     backend's own ``prompt_format`` (raw) would misdescribe the run."""
-    shape = (resolved.get("profile") or {}).get("request_shape") or "sglang"
+    from eval.labels import default_shape
+
+    profile = resolved.get("profile") or {}
+    shape = profile.get("request_shape") or default_shape(profile.get("name"))
     if shape != "sglang":
         return f"chat messages: request shape {shape}"
     return f"{(resolved.get('llm') or {}).get('prompt_format', '-')} prompts"

@@ -32,6 +32,7 @@ DEFAULT_THRESHOLDS = {
     "unparsable": 0.10,         # share of structured calls whose reply did not parse
     "placeholder": 0.20,        # share of one tag's calls that copied an example value
     "global_fallback": 0.50,    # share of a CLAG run's questions searched globally
+    "errors": 0.0,              # share of all calls that failed after retries: any, by default
 }
 
 
@@ -203,6 +204,11 @@ def _flags(by_tag: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any],
         if stats["calls"] and copies / stats["calls"] > thresholds["placeholder"]:
             flags.append(f"{copies} of {stats['calls']} {tag} replies copied the prompt's example "
                          f"(> {thresholds['placeholder']:.0%})")
+    errors_limit = thresholds.get("errors", DEFAULT_THRESHOLDS["errors"])
+    if overall["calls"] and overall.get("errors", 0) / overall["calls"] > errors_limit:
+        failed = sorted(tag for tag, stats in by_tag.items() if stats.get("errors"))
+        flags.append(f"{overall['errors']} of {overall['calls']} calls failed ({', '.join(failed)}): "
+                     f"those replies are empty, and their questions score 0")
     clag = method.get("clag") or {}
     rate = clag.get("global_fallback_rate")
     if rate is not None and rate > thresholds["global_fallback"]:
@@ -254,6 +260,8 @@ def summary_line(report: Mapping[str, Any]) -> str:
     """One line for the end of a run or of ``score``."""
     o = report["overall"]
     parts = [f"{o['calls']} calls", f"{o['capped']} capped", f"{o['unparsable']} unparsable"]
+    if o.get("errors"):
+        parts.append(f"{o['errors']} failed")
     if report["source"] == "calls.jsonl":
         parts.append(f"{o['placeholder_copies']} copied the prompt's example")
     clag = (report.get("method") or {}).get("clag")

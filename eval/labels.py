@@ -19,17 +19,26 @@ def method_label(method: str, profile: str | None) -> str:
     return method if not profile or profile == DEFAULT_PROFILE else f"{method}@{profile}"
 
 
-#: the request shape and decoding preset a setup name leaves unsaid (the paper's SGLang path)
+#: the request shape a setup name leaves unsaid: each profile's own (``robust`` sends chat messages,
+#: the instruct models' own template, since its raw-prompt runs copied the prompts' examples; every
+#: other profile the paper's SGLang path)
+PROFILE_SHAPES = {"robust": "openai"}
 DEFAULT_SHAPE = "sglang"
 DEFAULT_DECODING = "neutral"
 
 
+def default_shape(profile: str | None) -> str:
+    """The request shape ``profile`` uses when it does not name one."""
+    return PROFILE_SHAPES.get(profile or DEFAULT_PROFILE, DEFAULT_SHAPE)
+
+
 def setup_name(profile: str | None, request_shape: str | None = None, decoding: str | None = None) -> str:
-    """The profile, with the request shape and the decoding preset when they are not the paper's
-    path: ``reference``, ``reference+openai+llama-cpp-python``, ``robust+openai``. Runs that sent
-    different requests or decoded them differently never share a directory, a row or a column."""
+    """The profile, with the request shape when it is not the profile's own and the decoding preset
+    when it is not neutral: ``reference``, ``reference+openai+llama-cpp-python``, ``robust+sglang``.
+    Runs that sent different requests or decoded them differently never share a directory, a row
+    or a column."""
     parts = [profile or DEFAULT_PROFILE]
-    if request_shape and request_shape != DEFAULT_SHAPE:
+    if request_shape and request_shape != default_shape(profile):
         parts.append(request_shape)
     if decoding and decoding != DEFAULT_DECODING:
         parts.append(decoding)

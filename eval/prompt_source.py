@@ -61,10 +61,12 @@ def build_prompt_set(profile: Mapping[str, Any] | None, data: Mapping[str, Any] 
 
 def build_request_shape(profile: Mapping[str, Any] | None,
                         data: Mapping[str, Any] | None = None) -> RequestShape:
-    """The request shape a run's ``profile.request_shape`` names (``sglang`` when unset). The
-    ``openai`` shape's system message is read from the reference's pinned ``CLAG_memory.py``."""
+    """The request shape a run's ``profile.request_shape`` names (the profile's own when unset).
+    The ``openai`` shape's system message is read from the reference's pinned ``CLAG_memory.py``."""
+    from eval.labels import default_shape
+
     profile = profile or {}
-    name = str(profile.get("request_shape") or "sglang")
+    name = str(profile.get("request_shape") or default_shape(profile.get("name")))
     if name not in REQUEST_SHAPES:
         raise ConfigError(f"unknown profile.request_shape {name!r}; valid: {', '.join(REQUEST_SHAPES)}")
     if name == "sglang":

@@ -171,7 +171,9 @@ def test_a_bad_method_option_fails_before_any_run_directory_exists(data_root, tm
 def test_the_run_summary_names_the_request_shape_not_the_backends_prompt_format():
     from eval.app import prompt_form
 
-    assert prompt_form({"llm": {"prompt_format": "raw"}}) == "raw prompts"
+    assert prompt_form({"llm": {"prompt_format": "raw"}, "profile": {"name": "reference"}}) == "raw prompts"
+    # an unnamed shape is the profile's own: robust (the default profile) sends chat messages
+    assert prompt_form({"llm": {"prompt_format": "raw"}}) == "chat messages: request shape openai"
     assert prompt_form({"llm": {"prompt_format": "raw"}, "profile": {"request_shape": "sglang"}}) == "raw prompts"
     assert prompt_form({"llm": {"prompt_format": "raw"},
                         "profile": {"request_shape": "openai"}}) == "chat messages: request shape openai"

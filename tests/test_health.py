@@ -209,3 +209,18 @@ def test_gam_and_memoryos_calls_have_placeholder_lists_from_their_own_templates(
                         lambda request, memory: f'{request} {memory} Reply {{"info_needs": ["need_1"]}}')
     assert method_placeholders(GAMMemory)["gam_plan"] == ["need_#"]
     assert copied({"abstract": "<The paragraph>"}, gam["gam_memorize"]) == ["<The paragraph>"]
+
+
+def test_a_failed_call_flags_the_run(tmp_path):
+    """A prompt the server refused (llama.cpp: longer than a slot's context) leaves an empty reply
+    and a question scored 0: any such call flags the run by default."""
+    calls = [c for c in CALLS if c[3] in ("p-fine", "p-kw2", "p-sel2")]
+    calls.append(("question:s1:q2", "answer", None, "p-too-long", "", "error"))
+    run = make_run(tmp_path / "run", calls)
+    (run / "predictions.jsonl").write_text(json.dumps({"retrieved_ids": ["D1"],
+                                                       "retrieval_debug": {"search_mode": "cluster"}}) + "\n")
+    report = health_report(run, thresholds={"placeholder": 0.2})
+    assert report["by_tag"]["answer"]["errors"] == 1
+    assert report["flags"] == ["1 of 4 calls failed (answer): those replies are empty, and their questions score 0"]
+    assert "1 failed" in summary_line(report)
+    assert health_report(run, thresholds={"placeholder": 0.2, "errors": 0.5})["healthy"]

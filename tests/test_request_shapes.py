@@ -172,7 +172,9 @@ def test_presets_compose_into_the_llm_policy_and_the_run_label():
     from eval.labels import describe
 
     assert describe(cfg)["method"] == "clag@reference+openai+llama-cpp-python"
-    assert setup_name("reference") == "reference" and setup_name("robust", "openai") == "robust+openai"
+    assert setup_name("reference") == "reference" and setup_name("reference", "openai") == "reference+openai"
+    # each profile's own shape goes unsaid: robust sends chat messages unless told otherwise
+    assert setup_name("robust", "openai") == "robust" and setup_name("robust", "sglang") == "robust+sglang"
 
 
 def test_the_generation_config_preset_takes_the_models_values_or_refuses():

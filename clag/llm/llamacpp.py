@@ -29,8 +29,12 @@ from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
 from clag.llm.types import Completion, Request
 
-#: llama-cpp-python's own default context is 512 tokens, too small for memory prompts
-DEFAULT_CONTEXT = 8192
+#: tokens per sequence (per server slot) when ``llm.max_context`` is unset. llama-cpp-python's own
+#: default, 512, is too small for memory prompts; 8,192 was too small for answer prompts that carry
+#: every retrieved note's linked notes (up to ~8,900 tokens on BioASQ stream 3 once the notes were
+#: well linked), which llama.cpp's server refuses outright. The KV cache is allocated up front
+#: (Qwen2.5-Coder-0.5B: ~12 KiB a token, so 8 slots x 16,384 take ~1.6 GB), hence not the window.
+DEFAULT_CONTEXT = 16384
 
 
 def without_string_lengths(schema: Any) -> Any:
