@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
 from clag.llm.types import Completion, Request
+
+
+def as_prompt(request: Request) -> Request:
+    """The request with its user message as the prompt: scripts read the prompt's text, whichever
+    request shape (raw prompt, or chat messages under ``request_shape=openai``) carried it."""
+    if request.messages is None:
+        return request
+    user = [content for role, content in request.messages if role == "user"]
+    return dataclasses.replace(request, prompt=user[-1] if user else "", messages=None)
 
 
 class ScriptedBackend:
@@ -25,5 +35,6 @@ class ScriptedBackend:
         self.batches.append(list(requests))
         if self.delay_s:
             time.sleep(self.delay_s * len(requests))
+        shown = [as_prompt(r) for r in requests]
         return [Completion(self.reply(r), prompt_tokens=len((r.prompt or "").split()), completion_tokens=3,
-                           latency_s=0.01, finish_reason=self.finish_reason) for r in requests]
+                           latency_s=0.01, finish_reason=self.finish_reason) for r in shown]
