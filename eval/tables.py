@@ -131,21 +131,24 @@ def to_csv(table: Table) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.columns)
     for row in table.rows:
-        cells = []
-        for value in row:
-            if value is None:
-                cells.append("")
-            elif isinstance(value, OnSubset):
-                cells.append(f"{value.value:.4f}{SUBSET_MARK}")
-            elif isinstance(value, float):
-                cells.append(f"{value:.4f}")
-            elif isinstance(value, (Interval, Mean)):
-                i = value.interval if isinstance(value, Mean) else value
-                cells.append(f"{100 * i.estimate:.4f} [{100 * i.low:.4f}, {100 * i.high:.4f}]")
-            else:
-                cells.append(str(value))
-        writer.writerow(cells)
+        writer.writerow([_csv_cell(value) for value in row])
     return out.getvalue()
+
+
+def _csv_cell(value: Any) -> str:
+    """A cell at full precision; the marks stay on it, as in the other formats."""
+    if value is None:
+        return ""
+    if isinstance(value, Flagged):
+        return _csv_cell(value.value) + HEALTH_MARK
+    if isinstance(value, OnSubset):
+        return f"{value.value:.4f}{SUBSET_MARK}"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    if isinstance(value, (Interval, Mean)):
+        i = value.interval if isinstance(value, Mean) else value
+        return f"{100 * i.estimate:.4f} [{100 * i.low:.4f}, {100 * i.high:.4f}]"
+    return str(value)
 
 
 # ---------------------------------------------------------------------------- table builders

@@ -15,7 +15,7 @@ from tests.test_cli import cli
 pytestmark = pytest.mark.slow      # real models or CLI subprocesses: the full suite, not the fast tier
 
 SUBSET = ["data=locomo", "data.subset.samples=1", "data.subset.turns=6", "data.subset.questions_per_sample=1",
-          "answer.max_tokens=48", "method.memory.max_tokens=200", "progress=false"]
+          "answer.max_tokens=32", "method.memory.max_tokens=120", "progress=false"]
 
 
 @pytest.mark.parametrize("method", ["amem", "clag", "clag_cosine", "clag_kmeans"])

@@ -252,6 +252,8 @@ def test_a_run_whose_health_is_flagged_is_marked_in_its_cells_and_named_in_the_n
     runs = latest_runs(find_runs(runs_root))
     table = to_markdown(paper_table("clustering_ablation", runs, "tiny", resamples=200))
     assert f"| Cosine-based clustering | bioasq | F1 | 66.67{HEALTH_MARK} |" in table
+    csv_table = to_csv(paper_table("clustering_ablation", runs, "tiny", resamples=200))
+    assert f"Cosine-based clustering,bioasq,F1,66.6667{HEALTH_MARK}" in csv_table   # not a repr
     assert "| CLAG (agentic) | bioasq | F1 | 100.00 |" in table          # a healthy run: no mark
     assert "6 of 10 calls ran to the token cap" in table and run_dir.name in table
     frame = load(runs_root)
