@@ -204,8 +204,7 @@ def _flags(by_tag: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any],
         if stats["calls"] and copies / stats["calls"] > thresholds["placeholder"]:
             flags.append(f"{copies} of {stats['calls']} {tag} replies copied the prompt's example "
                          f"(> {thresholds['placeholder']:.0%})")
-    errors_limit = thresholds.get("errors", DEFAULT_THRESHOLDS["errors"])
-    if overall["calls"] and overall.get("errors", 0) / overall["calls"] > errors_limit:
+    if overall["calls"] and overall["errors"] / overall["calls"] > thresholds["errors"]:
         failed = sorted(tag for tag, stats in by_tag.items() if stats.get("errors"))
         flags.append(f"{overall['errors']} of {overall['calls']} calls failed ({', '.join(failed)}): "
                      f"those replies are empty, and their questions score 0")

@@ -84,21 +84,29 @@ class Mean:
     interval: Interval
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, digits: int = 2, missing: str = "—", sign: str = "+") -> str:
+    """A cell as shown (two decimals, signed differences) or, with ``_csv_cell``'s arguments, at
+    full precision; the marks stay on it in every format."""
     if value is None:
-        return "—"
+        return missing
     if isinstance(value, Flagged):
-        return _cell(value.value) + HEALTH_MARK
+        return _cell(value.value, digits, missing, sign) + HEALTH_MARK
     if isinstance(value, Mean):
         i = value.interval
-        return f"{100 * i.estimate:.2f} [{100 * i.low:.2f}, {100 * i.high:.2f}]"
+        return f"{100 * i.estimate:.{digits}f} [{100 * i.low:.{digits}f}, {100 * i.high:.{digits}f}]"
     if isinstance(value, OnSubset):
-        return f"{value.value:.2f}{SUBSET_MARK}"
+        return f"{value.value:.{digits}f}{SUBSET_MARK}"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.{digits}f}"
     if isinstance(value, Interval):
-        return f"{100 * value.estimate:+.2f} [{100 * value.low:+.2f}, {100 * value.high:+.2f}]"
+        spec = f"{sign}.{digits}f"
+        return f"{100 * value.estimate:{spec}} [{100 * value.low:{spec}}, {100 * value.high:{spec}}]"
     return str(value)
+
+
+def _csv_cell(value: Any) -> str:
+    """A CSV cell: four decimals, unsigned, empty when missing."""
+    return _cell(value, digits=4, missing="", sign="")
 
 
 def to_markdown(table: Table) -> str:
@@ -133,22 +141,6 @@ def to_csv(table: Table) -> str:
     for row in table.rows:
         writer.writerow([_csv_cell(value) for value in row])
     return out.getvalue()
-
-
-def _csv_cell(value: Any) -> str:
-    """A cell at full precision; the marks stay on it, as in the other formats."""
-    if value is None:
-        return ""
-    if isinstance(value, Flagged):
-        return _csv_cell(value.value) + HEALTH_MARK
-    if isinstance(value, OnSubset):
-        return f"{value.value:.4f}{SUBSET_MARK}"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    if isinstance(value, (Interval, Mean)):
-        i = value.interval if isinstance(value, Mean) else value
-        return f"{100 * i.estimate:.4f} [{100 * i.low:.4f}, {100 * i.high:.4f}]"
-    return str(value)
 
 
 # ---------------------------------------------------------------------------- table builders

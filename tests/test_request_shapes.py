@@ -347,3 +347,17 @@ def test_server_auto_builds_the_in_process_engine_for_a_generated_only_window(mo
     assert built["policy"].repeat_window_includes_prompt is False
     with pytest.raises(ModelFileError, match="auto or null"):
         BACKENDS.get("llamacpp").build({**cfg, "server": "elsewhere"})
+
+
+def test_each_profiles_own_shape_in_the_labels_is_the_one_its_config_sets():
+    """Labels leave a profile's own shape unsaid (``eval.labels.default_shape``); a profile config
+    that set another would file its default runs under a shape they did not send."""
+    import yaml
+
+    from eval.labels import default_shape
+
+    profiles = sorted((Path(__file__).resolve().parents[1] / "configs" / "profile").glob("*.yaml"))
+    assert profiles
+    for path in profiles:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert config["request_shape"] == default_shape(config["name"]), path.name

@@ -33,7 +33,8 @@ from clag.llm.types import Completion, Request
 #: default, 512, is too small for memory prompts; 8,192 was too small for answer prompts that carry
 #: every retrieved note's linked notes (up to ~8,900 tokens on BioASQ stream 3 once the notes were
 #: well linked), which llama.cpp's server refuses outright. The KV cache is allocated up front
-#: (Qwen2.5-Coder-0.5B: ~12 KiB a token, so 8 slots x 16,384 take ~1.6 GB), hence not the window.
+#: (Qwen2.5-Coder-0.5B by arithmetic: 24 layers x 2 KV heads x 64 dims x K,V x 2 bytes = 12 KiB a
+#: token, so 8 slots x 16,384 take ~1.6 GB), hence not the model's 32k window.
 DEFAULT_CONTEXT = 16384
 
 
