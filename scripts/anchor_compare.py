@@ -1,13 +1,15 @@
 """The quality anchor: this harness's CLAG runs on BioASQ stream 3 beside the reference code's own
 run with the same model (``results/anchor/reference_run.json``), one column per setup.
 
-    python scripts/anchor_compare.py [--runs results/runs] [--out results/anchor]
+    python scripts/anchor_compare.py [--runs results/runs] [--out results/anchor] [--fresh]
 
-Every run of ``clag@<setup>`` on ``bioasq`` with ``qwen2.5-coder-0.5b`` that answered stream 3
+Every run of ``clag@reference…`` on ``bioasq`` with ``qwen2.5-coder-0.5b`` that answered stream 3
 counts; seeds of one setup are pooled (F1's 95% CI: bootstrap over the pooled questions; each
 seed's own F1 is listed too). All per-call figures come from each run's health report and call
 log, so they are the same counts ``python -m eval health RUN_DIR`` prints. Writes
-``comparison.md`` and ``comparison.json`` and copies each run's ``health.json`` under ``runs/``.
+``comparison.md`` and ``comparison.json`` and copies each run's ``health.json`` under ``runs/``;
+the runs those files already record stay in the table when their directories are gone (``--fresh``:
+only the runs found).
 """
 
 from __future__ import annotations
@@ -222,18 +224,41 @@ def serving_suffix(config: dict[str, Any], model_id: str | None = None) -> str:
     return " (in process)" if in_process else ""
 
 
-def compare(runs_root: Path) -> dict[str, Any]:
+def stored_runs(out: Path) -> dict[str, list[dict[str, Any]]]:
+    """The runs an earlier comparison under ``out`` recorded, by setup: their figures from
+    ``comparison.json``, their health from the copy under ``runs/``. A run directory is a
+    machine's own (its request log alone is megabytes) and is not committed; its figures are, so
+    a new seed can join the table without every earlier run on disk."""
+    stored = _json(out / "comparison.json", {}) or {}
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for name, setup in stored.items():
+        for run in setup.get("runs", []):
+            health = _json(out / "runs" / f"{name}-seed{run.get('seed')}" / "health.json")
+            if health is None:
+                continue          # a figure without its health report would drop its flags
+            groups.setdefault(name, []).append({**run, "health": health})
+    return groups
+
+
+def compare(runs_root: Path, stored: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """Every matching run under ``runs_root``, plus the ``stored`` runs not found there (a run read
+    from its directory wins over its stored figures: it is the same run, read by today's code)."""
     from eval.runs import find_runs
 
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for run in find_runs(runs_root):
         if run.data != "bioasq" or run.llm != "qwen2.5-coder-0.5b" or not run.label.startswith("clag@"):
             continue
+        if run.profile.partition("+")[0] != "reference":
+            continue    # the anchor compares the paper's prompts; robust's runs are in docs/profiles.md
         subset = ((run.config.get("data") or {}).get("subset") or {}).get("sample_ids")
         if list(subset or []) != [3]:
             continue
         model_id = (_json(run.path / "ledger.json", {}) or {}).get("model_id")
         groups[run.profile + serving_suffix(run.config, model_id)].append(run_figures(run))
+    for name, runs in (stored or {}).items():
+        found = {r["run"] for r in groups.get(name, [])}
+        groups[name].extend(r for r in runs if r["run"] not in found)
     setups = {}
     for setup, runs in sorted(groups.items()):
         runs.sort(key=lambda r: (r["seed"] is None, r["seed"]))
@@ -341,11 +366,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=ROOT / "results" / "runs")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "anchor")
+    parser.add_argument("--fresh", action="store_true",
+                        help="only the runs under --runs, not those the existing comparison.json records")
     ns = parser.parse_args()
     reference = _json(ns.out / "reference_run.json")
     if reference is None:
         sys.exit(f"error: {ns.out / 'reference_run.json'} is missing (the reference run's figures)")
-    setups = compare(ns.runs)
+    setups = compare(ns.runs, stored=None if ns.fresh else stored_runs(ns.out))
     if not setups:
         sys.exit(f"error: no CLAG run of BioASQ stream 3 with qwen2.5-coder-0.5b under {ns.runs}")
     table = to_markdown(setups, reference)

@@ -126,3 +126,39 @@ def test_reference_checks_call_a_figure_within_by_the_seeds_range_or_a_fisher_te
     assert checks["singleton clusters"]["within"] is False         # 6 outside [2, 3], no test to widen it
     table = "\n".join(anchor.checks_markdown({"s": setup}, reference))
     assert f"{sum(c['within'] for c in checks.values())} of {len(checks)} figures" in table
+
+
+def test_runs_an_earlier_comparison_recorded_stay_when_their_directories_are_gone(tmp_path, anchor):
+    """Run directories are not committed; their figures and health are, and a new seed joins them."""
+    runs, out = tmp_path / "runs", tmp_path / "anchor"
+    _anchor_run(runs, "reference+openai+llama-cpp-python", 42, [1.0, 0.5])
+    _anchor_run(runs, "reference", 42, [0.25, 0.25])
+    first = anchor.compare(runs)
+    out.mkdir()
+    (out / "comparison.json").write_text(json.dumps(
+        {name: {"runs": [{k: v for k, v in r.items() if k != "health"} for r in s["runs"]]}
+         for name, s in first.items()}))
+    for name, s in first.items():
+        for r in s["runs"]:
+            (out / "runs" / f"{name}-seed{r['seed']}").mkdir(parents=True)
+            (out / "runs" / f"{name}-seed{r['seed']}" / "health.json").write_text(json.dumps(r["health"]))
+    # the openai run's directory is gone; a second seed of the SGLang shape is new
+    for run_dir in (runs / "bioasq" / "clag@reference+openai+llama-cpp-python").rglob("*"):
+        if run_dir.is_file():
+            run_dir.unlink()
+    _anchor_run(runs, "reference", 43, [0.75, 0.75])
+    setups = anchor.compare(runs, stored=anchor.stored_runs(out))
+    assert set(setups) == {"reference+openai+llama-cpp-python", "reference"}
+    assert setups["reference+openai+llama-cpp-python"]["f1"]["per_seed"] == [75.0]
+    assert setups["reference+openai+llama-cpp-python"]["runs"][0]["health"] == first[
+        "reference+openai+llama-cpp-python"]["runs"][0]["health"]
+    # the seed-42 run is read from its directory once, not again from its stored figures
+    assert [r["seed"] for r in setups["reference"]["runs"]] == [42, 43]
+    assert setups["reference"]["f1"]["mean"] == 50.0
+    assert set(anchor.compare(runs)) == {"reference"}
+
+
+def test_only_the_reference_profiles_setups_are_compared(tmp_path, anchor):
+    _anchor_run(tmp_path, "robust+openai", 42, [1.0, 0.5])
+    _anchor_run(tmp_path, "reference+openai", 42, [1.0, 0.5])
+    assert set(anchor.compare(tmp_path)) == {"reference+openai"}
