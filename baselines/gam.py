@@ -398,8 +398,9 @@ class GAMMemory:
     def retrieve(self, question: Question) -> Retrieval:
         state, trace = self.research(question.text)
         self._rounds.append(len(trace))
+        # the turns are the lines each page showed, in page and stream order: not a ranking
         return Retrieval(list(state.shown_turns), state.content,
-                         {"rounds": len(trace), "sources": state.sources, "trace": trace})
+                         {"rounds": len(trace), "sources": state.sources, "trace": trace}, ranked=False)
 
     def stats(self) -> dict[str, Any]:
         words = [sum(word_count(line) for line in p.lines) for p in self.pages]

@@ -75,11 +75,15 @@ class Retrieval:
     ``turn_ids`` is the ranked list of source turns of the retrieved memories (deduplicated,
     best first); ``context`` is the text handed to the answer prompt; ``debug`` holds whatever
     the method wants kept with the prediction (selected clusters, search-space size, ...).
+    ``ranked`` is false where ``turn_ids`` is not a ranking of turns (GAM's are the lines of the
+    pages it read, in stream order): rank metrics such as R@10 then describe the order of a
+    page, not the retrieval, and tables mark them as not comparable.
     """
 
     turn_ids: list[str]
     context: str
     debug: dict[str, Any] = field(default_factory=dict)
+    ranked: bool = True
 
 
 @runtime_checkable

@@ -154,30 +154,38 @@ def health(args: list[str]) -> int:
 
 def tables(args: list[str]) -> int:
     from eval.plots import make_plots
-    from eval.tables import build_tables, runs_used, to_markdown, write_tables
+    from eval.tables import PAPER_TABLES, build_tables, runs_used, to_markdown, write_tables
 
     parser = argparse.ArgumentParser(prog="python -m eval tables")
     parser.add_argument("--runs", type=Path, default=Path("results/runs"), help="run directories root")
     parser.add_argument("--out", type=Path, default=Path("results/tables"), help="where tables go")
     parser.add_argument("--llm", help="only runs of this llm (default: one set of tables per llm)")
-    parser.add_argument("--profile", default="robust",
-                        help="the profile whose runs the paper tables show (robust, reference)")
+    parser.add_argument("--profile", default=None,
+                        help="only this setup's runs in the paper tables (robust, reference, "
+                             "reference+openai+llama-cpp-python…; default: one set per setup found)")
+    parser.add_argument("--streams", default=None,
+                        help="only runs made on these streams, comma-separated (e.g. 3,4,7): every "
+                             "method scored on the same questions")
     parser.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for CIs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-plots", action="store_true")
     ns = parser.parse_args(args)
     if not ns.runs.is_dir():
         raise ConfigError(f"no run directories under {ns.runs}: run `python -m eval run …` first")
-    built = build_tables(ns.runs, ns.llm, resamples=ns.bootstrap, seed=ns.seed, profile=ns.profile)
+    streams = [s.strip() for s in ns.streams.split(",") if s.strip()] if ns.streams else None
+    built = build_tables(ns.runs, ns.llm, resamples=ns.bootstrap, seed=ns.seed, profile=ns.profile,
+                         streams=streams)
     if not built:
         raise ConfigError(f"no complete run under {ns.runs}" + (f" for llm={ns.llm}" if ns.llm else ""))
     written = write_tables(built, ns.out)
     if not ns.no_plots:
-        used = runs_used(ns.runs)
+        used = runs_used(ns.runs, streams)
         for llm in built:
             written += make_plots([r for r in used if r.llm == llm], ns.out / llm)
     for llm_tables in built.values():
-        for table in llm_tables[:4]:      # the summary, then the paper's three tables
+        for table in llm_tables:           # the summary, then the paper's tables of each setup
+            if table.name != "summary" and table.name.partition("@")[0] not in PAPER_TABLES:
+                continue
             print(to_markdown(table))
     print(f"wrote {len(written)} files under {ns.out}")
     return 0

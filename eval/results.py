@@ -206,12 +206,15 @@ def frame_of(runs: Any):
     from eval.health import health_columns
 
     rows = []
-    for run in runs:
+    # a pooled run (eval.runs.RunGroup) gives each row its own run's name and health
+    for run in (member for group in runs for member in group.members):
         shared = {"run": run.path.name, "method": run.label, "variant": run.variant, "data": run.data,
                   "llm": run.llm, "profile": run.profile, "on_subset": run.on_subset,
                   **health_columns(run.health)}
         for record in run.predictions:
             row = {**shared, **{k: record.get(k) for k in QUESTION_COLUMNS if k not in shared}}
+            row["retrieval_ranked"] = record.get("retrieval_ranked")     # None: not recorded
+            row["retrieved_count"] = len(record.get("retrieved_ids") or [])
             row.update(record.get("scores") or {})
             rows.append(row)
     frame = pd.DataFrame(rows)

@@ -103,6 +103,31 @@ class RunRecord:
     def config(self) -> dict[str, Any]:
         return yaml.safe_load((self.path / "config.yaml").read_text(encoding="utf-8"))
 
+    @property
+    def streams(self) -> list[str]:
+        """The streams the run ingested (its memory statistics name each)."""
+        try:
+            return [str(s.get("sample_id")) for s in self.memory_stats]
+        except (OSError, ValueError):
+            return []
+
+    @cached_property
+    def setup_hash(self) -> str:
+        """The hash of what the run computed, whichever streams it ran on: its resolved config
+        without the keys that only present it and without ``data.subset.sample_ids``."""
+        from eval.app import semantic_config
+        from eval.results import config_hash
+
+        config = json.loads(json.dumps(semantic_config(self.config or {}), default=str))
+        subset = (config.get("data") or {}).get("subset")
+        if isinstance(subset, dict):
+            subset.pop("sample_ids", None)
+        return config_hash(config)
+
+    @property
+    def members(self) -> tuple[RunRecord, ...]:
+        return (self,)
+
     @cached_property
     def predictions(self) -> list[dict[str, Any]]:
         lines = (self.path / "predictions.jsonl").read_text(encoding="utf-8").splitlines()
@@ -134,9 +159,140 @@ def find_runs(root: Path) -> list[RunRecord]:
     return runs
 
 
-def latest_runs(runs: list[RunRecord]) -> dict[tuple[str, str, str], RunRecord]:
-    """The latest complete run per (method, data, llm); run directories sort by start time."""
-    latest: dict[tuple[str, str, str], RunRecord] = {}
+def latest_runs(runs: list[RunRecord]) -> dict[tuple[str, str, str], RunGroup]:
+    """Per (method, data, llm): the latest complete run, pooled with the earlier runs of the same
+    setup on other streams (:func:`pooled`). Run directories sort by start time."""
+    by_key: dict[tuple[str, str, str], list[RunRecord]] = {}
     for run in sorted(runs, key=lambda r: r.path.name):
-        latest[run.key] = run
-    return latest
+        by_key.setdefault(run.key, []).append(run)
+    return {key: pooled(group) for key, group in by_key.items()}
+
+
+def pooled(runs: list[RunRecord]) -> RunGroup:
+    """The latest run (the last of ``runs``), with every earlier run of its setup (the same
+    resolved config but for ``data.subset.sample_ids``) that answered other streams, newest first.
+
+    Why: a long experiment is run one stream at a time (``data.subset.sample_ids=[3]``, then
+    ``[4]``…), each run short enough to finish and be committed on its own; seeds are scoped per
+    stream and question, so the pooled runs score what one run over all those streams would. A run
+    of another setup, or on a stream already taken, is left out (the latest wins)."""
+    latest = runs[-1]
+    setup = latest.setup_hash
+    members = [latest]
+    taken = set(latest.streams)
+    for run in reversed(runs[:-1]):
+        if run.setup_hash == setup and not taken & set(run.streams):
+            members.append(run)
+            taken |= set(run.streams)
+    return RunGroup(tuple(members))
+
+
+@dataclass(frozen=True)
+class RunGroup:
+    """Runs of one setup on disjoint streams, read as one run: the rows of all, the counts summed.
+
+    It offers what the tables and plots read of a :class:`RunRecord`; a single run is a group of
+    one, which reads exactly as the run itself."""
+
+    members: tuple[RunRecord, ...]
+
+    def __post_init__(self) -> None:
+        if not self.members:
+            raise ValueError("a run group needs at least one run")
+
+    @property
+    def latest(self) -> RunRecord:
+        return self.members[0]
+
+    key = property(lambda self: self.latest.key)
+    label = property(lambda self: self.latest.label)
+    data = property(lambda self: self.latest.data)
+    method = property(lambda self: self.latest.method)
+    llm = property(lambda self: self.latest.llm)
+    variant = property(lambda self: self.latest.variant)
+    profile = property(lambda self: self.latest.profile)
+    config = property(lambda self: self.latest.config)
+    env = property(lambda self: self.latest.env)
+    path = property(lambda self: self.latest.path)
+    prompt_set = property(lambda self: self.latest.prompt_set)
+
+    @property
+    def name(self) -> str:
+        """The run directories' names, in stream order (one name for a single run)."""
+        return " + ".join(run.path.name for run in self._in_stream_order())
+
+    def _in_stream_order(self) -> list[RunRecord]:
+        return sorted(self.members, key=lambda run: _stream_order(run.streams))
+
+    @property
+    def streams(self) -> list[str]:
+        return [s for run in self._in_stream_order() for s in run.streams]
+
+    @property
+    def on_subset(self) -> bool:
+        return any(run.on_subset for run in self.members)
+
+    @cached_property
+    def health(self) -> dict[str, Any]:
+        """Healthy when every run is; a flag names its run when there are several."""
+        if len(self.members) == 1:
+            return self.latest.health
+        flags = [f"{run.path.name}: {flag}"
+                 for run in self._in_stream_order() for flag in run.health["flags"]]
+        return {"healthy": all(run.health["healthy"] for run in self.members), "flags": flags,
+                "runs": {run.path.name: run.health for run in self._in_stream_order()}}
+
+    @cached_property
+    def metrics(self) -> dict[str, Any]:
+        """The latest run's metrics for one run; for several only what adds up (their questions):
+        every pooled score comes from the rows (``predictions``)."""
+        if len(self.members) == 1:
+            return self.latest.metrics
+        return {"questions": sum(run.metrics.get("questions", 0) for run in self.members)}
+
+    @cached_property
+    def ledger(self) -> dict[str, Any]:
+        """The runs' call counts summed per tag, per phase and in total; the rest (model, prompt
+        set, decoding) is the setup's, read from the latest run."""
+        if len(self.members) == 1:
+            return self.latest.ledger
+        merged = json.loads(json.dumps(self.latest.ledger))
+        for section in ("by_tag", "by_phase"):
+            merged[section] = _summed([run.ledger.get(section, {}) for run in self.members])
+        merged["total"] = _summed([{"total": run.ledger.get("total", {})} for run in self.members])["total"]
+        return merged
+
+    @cached_property
+    def memory_stats(self) -> list[dict[str, Any]]:
+        return [s for run in self._in_stream_order() for s in run.memory_stats]
+
+    @cached_property
+    def predictions(self) -> list[dict[str, Any]]:
+        return [row for run in self._in_stream_order() for row in run.predictions]
+
+    def per_question(self, metric: str) -> dict[str, float]:
+        return {k: v for run in self.members for k, v in run.per_question(metric).items()}
+
+    def mean(self, metric: str) -> float | None:
+        """The metric's overall mean ×100 over every pooled question where it applies."""
+        values = list(self.per_question(metric).values())
+        return 100 * sum(values) / len(values) if values else None
+
+
+def _summed(sections: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """``{tag: {count: n}}`` dicts added up (numbers only; other values from the first that has one)."""
+    out: dict[str, dict[str, Any]] = {}
+    for section in sections:
+        for tag, counts in section.items():
+            target = out.setdefault(tag, {})
+            for name, value in counts.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    target[name] = target.get(name, 0) + value
+                else:
+                    target.setdefault(name, value)
+    return out
+
+
+def _stream_order(streams: list[str]) -> tuple[int, ...]:
+    """Streams sort by number where their ids are numbers (BioASQ's ``3`` before ``10``)."""
+    return tuple(int(s) if s.isdigit() else 1 << 30 for s in streams) or (1 << 30,)

@@ -21,7 +21,7 @@ from typing import Any
 
 from eval.labels import DEFAULT_PROFILE, method_label
 from eval.resources import paper_dir
-from eval.runs import RunRecord, find_runs, latest_runs
+from eval.runs import RunGroup, find_runs, latest_runs
 from eval.stats import Interval, bootstrap_mean, paired_difference
 
 PAPER_DIR = paper_dir()
@@ -77,6 +77,18 @@ class Flagged:
     value: Any
 
 
+#: the mark on a rank metric of a method whose retrieved ids are not a ranking (GAM's page lines)
+UNRANKED_MARK = "‡"
+
+
+@dataclass(frozen=True)
+class NotComparable:
+    """A rank metric (R@10, nDCG@10, …) of a run whose retrieved ids are not a ranking of turns:
+    shown with :data:`UNRANKED_MARK` and explained in the notes, never as if it were comparable."""
+
+    value: float
+
+
 @dataclass(frozen=True)
 class Mean:
     """A mean with its bootstrap 95% CI, shown ×100 without a sign (differences keep theirs)."""
@@ -96,6 +108,8 @@ def _cell(value: Any, digits: int = 2, missing: str = "—", sign: str = "+") ->
         return f"{100 * i.estimate:.{digits}f} [{100 * i.low:.{digits}f}, {100 * i.high:.{digits}f}]"
     if isinstance(value, OnSubset):
         return f"{value.value:.{digits}f}{SUBSET_MARK}"
+    if isinstance(value, NotComparable):
+        return _cell(value.value, digits, missing, sign) + UNRANKED_MARK
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     if isinstance(value, Interval):
@@ -165,7 +179,7 @@ class QuestionScores:
         self.frame = frame
 
     @classmethod
-    def of(cls, runs: dict[tuple[str, str, str], RunRecord], frame: Any = None) -> QuestionScores:
+    def of(cls, runs: dict[tuple[str, str, str], RunGroup], frame: Any = None) -> QuestionScores:
         from eval.results import frame_of
 
         return cls(frame_of(runs.values()) if frame is None else frame)
@@ -204,7 +218,7 @@ def _versus_reference(scores: QuestionScores, method: str, data: str, llm: str, 
     return paired_difference(run, reference, resamples, seed)
 
 
-def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str,
+def paper_table(name: str, runs: dict[tuple[str, str, str], RunGroup], llm: str,
                 paper_dir: Path = PAPER_DIR, resamples: int = 2000, seed: int = 0,
                 profile: str = DEFAULT_PROFILE, scores: QuestionScores | None = None) -> Table:
     """The published table beside the runs of one profile (``clag@reference`` under ``reference``):
@@ -230,11 +244,18 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
                 marked.add(f"{method}/{data}: {run.metrics['questions']} questions")
             if run is not None and reproduced is not None and not run.health["healthy"]:
                 reproduced = Flagged(reproduced)
-                unhealthy[f"{method}/{data}: {run.path.name}"] = run.health["flags"]
+                unhealthy[f"{method}/{data}: {run.name}"] = run.health["flags"]
             rows.append([published["label"], data, METRIC_LABELS[metric], reproduced, paper_value, delta,
                          _versus_reference(scores, method, data, llm, metric, resamples, seed)])
     notes = [f"Reproduced with llm={llm}; published values use Qwen3-0.6B."]
     used_runs = [r for (m, d) in used if (r := runs.get((m, d, llm))) is not None]
+    if name == "bioasq_retrieval" and used_runs:
+        chance = chance_by_question(used_runs)
+        asked = sorted({q for r in used_runs for q in scores.per_question(r.key[0], r.data, llm, metrics[0])})
+        for metric, value in zip(metrics, chance_row(chance, asked, metrics)):
+            rows.append([CHANCE_LABEL, "bioasq", METRIC_LABELS[metric], value, None, None, None])
+        notes.append(f"{CHANCE_LABEL}: the exact expectation of each metric for a random ranking of each "
+                     f"question's stream, over the {len(asked)} questions the runs above answered.")
     # GAM and MemoryOS record None: their calls keep their own wording under every profile
     own_wording = sorted({r.method for r in used_runs if _keeps_own_prompts(r)})
     identities = sorted({r.prompt_set or "unrecorded" for r in used_runs if not _keeps_own_prompts(r)})
@@ -253,12 +274,12 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunRecord], llm: str
     for method, data in sorted(used):
         run = runs.get((method, data, llm))
         if run is not None:
-            notes.append(f"run used: {method}/{data}: {run.path.name} ({run.metrics['questions']} questions)")
+            notes.append(f"run used: {method}/{data}: {run.name} ({run.metrics['questions']} questions)")
     columns = ["Method", "Data", "Metric", "Reproduced", "Published", "Δ", "vs CLAG (95% CI)"]
-    return Table(name, f"{title} ({llm})", columns, rows, notes)
+    return Table(name, f"{title} ({llm}; {profile})", columns, rows, notes)
 
 
-def _keeps_own_prompts(run: RunRecord) -> bool:
+def _keeps_own_prompts(run: RunGroup) -> bool:
     try:
         return "prompt_set" in run.ledger and run.ledger["prompt_set"] is None
     except (OSError, ValueError):
@@ -284,46 +305,134 @@ def locomo_categories(runs: dict, llm: str, scores: QuestionScores | None = None
                   "adversarial answer the paper scores against."])
 
 
-def _by_data(item: tuple[tuple[str, str, str], RunRecord]) -> tuple[str, str]:
+def _by_data(item: tuple[tuple[str, str, str], RunGroup]) -> tuple[str, str]:
     (method, data, _), _run = item
     return data, method
 
 
+RETRIEVAL_METRICS = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
+CHANCE_LABEL = "chance (random ranking)"
+
+
+def chance_by_question(runs: Any) -> dict[str, dict[str, float]]:
+    """Per question (``qkey``), what a random ranking of its stream scores (:mod:`eval.metrics.chance`),
+    from the runs' own records: each stream's size (``memory_stats``) and each question's gold ids."""
+    from eval.metrics.chance import chance_scores
+
+    out: dict[str, dict[str, float]] = {}
+    for run in runs:
+        sizes = {str(s.get("sample_id")): s.get("turns") for s in run.memory_stats}
+        for row in run.predictions:
+            gold, size = len(set(row.get("evidence") or [])), sizes.get(str(row["sample_id"]))
+            if gold and size and gold <= size:
+                out[f"{run.data}::{row['sample_id']}::{row['question_id']}"] = chance_scores(size, gold)
+    return out
+
+
+def chance_row(chance: dict[str, dict[str, float]], questions: Any, metrics: Sequence[str]) -> list[Any]:
+    """The chance means over ``questions`` (qkeys), one per metric (None where none has gold)."""
+    known = [chance[q] for q in questions if q in chance]
+    return [100 * sum(c[m] for c in known) / len(known) if known else None for m in metrics]
+
+
+def _unranked(rows: Any) -> bool:
+    return "retrieval_ranked" in rows and bool((rows["retrieval_ranked"] == False).any())  # noqa: E712
+
+
 def retrieval_all(runs: dict, llm: str, scores: QuestionScores | None = None) -> Table:
+    """Every evidence metric for every method, each dataset closed by its chance row (one per set of
+    questions the methods answered), and each method's retrieval unit: a method whose ids are not
+    a ranking has its figures marked as not comparable."""
     scores = scores or QuestionScores.of(runs)
-    metrics = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
-    rows = [[method, data] + [scores.mean(method, data, llm, m) for m in metrics]
-            for (method, data, run_llm), _run in sorted(runs.items(), key=_by_data) if run_llm == llm]
-    return Table("retrieval", f"Evidence retrieval on every dataset ({llm})",
-                 ["Method", "Data"] + [METRIC_LABELS[m] for m in metrics], rows)
+    chance = chance_by_question([r for (_, _, run_llm), r in runs.items() if run_llm == llm])
+    rows: list[list[Any]] = []
+    unranked: set[str] = set()
+    by_data: dict[str, list[tuple[str, Any]]] = {}
+    for (method, data, run_llm), _run in sorted(runs.items(), key=_by_data):
+        if run_llm == llm:
+            by_data.setdefault(data, []).append((method, scores.rows(method, data, llm)))
+    for data, methods in by_data.items():
+        question_sets: list[frozenset[str]] = []
+        for method, mine in sorted(methods, key=lambda item: _method_order(item[0])):
+            values: list[Any] = [scores.mean(method, data, llm, m) for m in RETRIEVAL_METRICS]
+            unit = "turns, ranked"
+            if _unranked(mine):
+                unit = "page lines, unranked"
+                values = [None if v is None else NotComparable(v) for v in values]
+                unranked.add(method)
+            per_question = mine["retrieved_count"].mean() if "retrieved_count" in mine and len(mine) else None
+            rows.append([method, data, unit, len(mine), *values,
+                         None if per_question is None else float(per_question)])
+            keys = frozenset(mine["qkey"]) if "qkey" in mine else frozenset()
+            if keys and keys not in question_sets:
+                question_sets.append(keys)
+        for keys in sorted(question_sets, key=len, reverse=True):
+            values = chance_row(chance, keys, RETRIEVAL_METRICS)
+            if any(v is not None for v in values):
+                rows.append([CHANCE_LABEL, data, "turns, random", len(keys), *values, None])
+    notes = [f"{CHANCE_LABEL}: the exact expectation of each metric over every ordering of the question's "
+             "stream (eval/metrics/chance.py), averaged over the same questions as the rows above it.",
+             "nDCG@10 is trec_eval's ndcg_cut_10 (binary gains). Values ×100."]
+    if unranked:
+        notes.append(f"{UNRANKED_MARK} not comparable: {', '.join(sorted(unranked))} returns the lines of "
+                     "the pages it read, in stream order, not a ranking of turns, so its top 10 is the start "
+                     "of a page and its rank metrics say nothing about its retrieval.")
+    columns = ["Method", "Data", "Unit", "Questions"] + [METRIC_LABELS[m] for m in RETRIEVAL_METRICS]
+    columns.append("ids / question")
+    return Table("retrieval", f"Evidence retrieval on every dataset ({llm})", columns, rows, notes)
+
+
+def _phase_counts(run: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """(ingest, question) counts of a run's ledger; ledgers written before calls were counted by
+    phase are split by their call tags."""
+    phases = run.ledger.get("by_phase")
+    if phases:
+        return phases.get("ingest", {}), phases.get("question", {})
+    by_tag = run.ledger.get("by_tag", {})
+    ingest: dict[str, float] = {}
+    asked: dict[str, float] = {}
+    for tag, counts in by_tag.items():
+        target = ingest if tag in INGEST_TAGS else asked
+        for name, value in counts.items():
+            target[name] = target.get(name, 0) + value
+    return ingest, asked
+
+
+def _tokens(counts: dict[str, float], kind: str) -> float:
+    """Tokens of a phase's calls, cache hits included (what the calls cost when they were made)."""
+    return counts.get(f"{kind}_tokens", 0) + counts.get(f"cached_{kind}_tokens", 0)
 
 
 def cost(runs: dict, llm: str) -> Table:
+    """What each run cost, per memory ingested and per question answered, from its ledger (calls,
+    tokens) and memory statistics (ingest seconds)."""
     rows = []
     for (method, data, run_llm), run in sorted(runs.items(), key=_by_data):
         if run_llm != llm:
             continue
-        by_tag = run.ledger.get("by_tag", {})
         questions = max(run.metrics.get("questions", 0), 1)
         memories = max(sum(s.get("turns", 0) for s in run.memory_stats), 1)
-        phases = run.ledger.get("by_phase")
-        if phases:
-            ingest = phases.get("ingest", {}).get("calls", 0)
-            asked = phases.get("question", {}).get("calls", 0)
-        else:
-            ingest = sum(v["calls"] for t, v in by_tag.items() if t in INGEST_TAGS)
-            asked = sum(v["calls"] for t, v in by_tag.items() if t not in INGEST_TAGS)
-        prompt = sum(v["prompt_tokens"] for v in by_tag.values())
-        completion = sum(v["completion_tokens"] for v in by_tag.values())
-        failures = sum(v["parse_failures"] for v in by_tag.values())
+        ingest, asked = _phase_counts(run)
+        failures = sum(v.get("parse_failures", 0) for v in run.ledger.get("by_tag", {}).values())
+        hits = run.ledger.get("total", {}).get("cache_hits", 0)
         restored = sum(1 for s in run.memory_stats if s.get("restored_from_snapshot"))
-        rows.append([method, data, float(ingest / memories), float(asked / questions),
-                     float(prompt / questions), float(completion / questions), failures, restored])
+        seconds = sum(s.get("ingest_seconds", 0.0) for s in run.memory_stats
+                      if not s.get("restored_from_snapshot"))
+        per_memory = [ingest.get("calls", 0), _tokens(ingest, "prompt"), _tokens(ingest, "completion"),
+                      seconds]
+        per_question = [asked.get("calls", 0), _tokens(asked, "prompt"), _tokens(asked, "completion")]
+        rows.append([method, data, memories, *(float(v / memories) for v in per_memory),
+                     *(float(v / questions) for v in per_question), failures, hits, restored])
     return Table("cost", f"LLM cost ({llm})",
-                 ["Method", "Data", "calls / memory", "calls / question", "prompt tokens / question",
-                  "completion tokens / question", "parse failures", "streams restored"], rows,
-                 ["Tokens count fresh calls only; cache hits cost none. Per question: all tokens of the "
-                  "run divided by its questions.",
+                 ["Method", "Data", "memories", "calls / memory", "prompt tokens / memory",
+                  "output tokens / memory", "ingest s / memory", "calls / question",
+                  "prompt tokens / question", "output tokens / question", "parse failures", "cache hits",
+                  "streams restored"], rows,
+                 ["Tokens count every call, a cache hit at what it cost when it was made (ledgers from "
+                  "before cache hits kept their tokens count fresh calls only). Per memory: the ingest "
+                  "phase; per question: the question phase.",
+                  "ingest s / memory: wall time of ingestion (memory_stats), on whatever machine ran it and "
+                  "whatever else ran beside it; a cache hit costs no time.",
                   "A stream restored from its memory snapshot made no ingest call in that run; compare "
                   "costs on runs whose 'streams restored' is 0."])
 
@@ -397,21 +506,36 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
     return Table("summary", f"Every method, every dataset ({llm})", columns, rows, notes)
 
 
+def setups_of(runs: dict, llm: str) -> list[str]:
+    """The setups (profile, request shape, decoding preset) that ``llm``'s runs were made under,
+    the default first: the paper tables show each, so no run is hidden behind a flag."""
+    found = {run.profile for (_, _, run_llm), run in runs.items() if run_llm == llm}
+    return sorted(found or {DEFAULT_PROFILE}, key=lambda p: (p != DEFAULT_PROFILE, p))
+
+
 def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPER_DIR,
-                 resamples: int = 2000, seed: int = 0,
-                 profile: str = DEFAULT_PROFILE) -> dict[str, list[Table]]:
-    """Tables per LLM found among the runs (or only ``llm``), paper tables from one profile's runs."""
+                 resamples: int = 2000, seed: int = 0, profile: str | None = None,
+                 streams: Sequence[str] | None = None) -> dict[str, list[Table]]:
+    """Tables per LLM found among the runs (or only ``llm``); the paper's tables once per setup
+    found (or only ``profile``'s), named ``<table>@<setup>`` when there are several. ``streams``
+    keeps only the runs made on those streams, so that every method is scored on the same
+    questions."""
     from eval.results import frame_of
 
-    runs = latest_runs(find_runs(runs_root))
+    runs = chosen_runs(runs_root, streams)
     frame = frame_of(runs.values())      # the same records: each predictions file is read once
     scores = QuestionScores(frame)
     llms = sorted({key[2] for key in runs}) if llm is None else [llm]
     out: dict[str, list[Table]] = {}
     for name in llms:
         tables = [method_summary(frame, name, resamples, seed)]
-        tables += [paper_table(t, runs, name, paper_dir, resamples, seed, profile, scores)
-                   for t in PAPER_TABLES]
+        setups = [profile] if profile else setups_of(runs, name)
+        for setup in setups:
+            for table_name in PAPER_TABLES:
+                table = paper_table(table_name, runs, name, paper_dir, resamples, seed, setup, scores)
+                if len(setups) > 1:
+                    table.name = f"{table_name}@{setup}"
+                tables.append(table)
         tables += [locomo_categories(runs, name, scores), retrieval_all(runs, name, scores), cost(runs, name)]
         out[name] = tables
     return out
@@ -434,5 +558,17 @@ def write_tables(tables: dict[str, list[Table]], out_dir: Path) -> list[Path]:
     return written
 
 
-def runs_used(runs_root: Path) -> Sequence[RunRecord]:
-    return list(latest_runs(find_runs(runs_root)).values())
+def chosen_runs(runs_root: Path,
+                streams: Sequence[str] | None = None) -> dict[tuple[str, str, str], RunGroup]:
+    """The runs the tables show: per method × dataset × LLM the latest setup's runs, pooled over
+    streams (:func:`eval.runs.latest_runs`), only those made on ``streams`` when given."""
+    found = find_runs(runs_root)
+    if streams is not None:
+        wanted = {str(s) for s in streams}
+        found = [run for run in found if run.streams and set(run.streams) <= wanted]
+    return latest_runs(found)
+
+
+def runs_used(runs_root: Path, streams: Sequence[str] | None = None) -> Sequence[RunGroup]:
+    """The runs the tables show, for the plots."""
+    return list(chosen_runs(runs_root, streams).values())

@@ -44,7 +44,7 @@ def runs_root(tmp_path):
     return root
 
 
-EXPECTED_ABLATION = """### Clustering ablation on BioASQ (tiny)
+EXPECTED_ABLATION = """### Clustering ablation on BioASQ (tiny; robust)
 
 | Method | Data | Metric | Reproduced | Published | Δ | vs CLAG (95% CI) |
 |---|---|---|---|---|---|---|
@@ -96,7 +96,8 @@ def test_all_formats_and_extras_are_written(runs_root, tmp_path):
     assert locomo[0] == "clag" and locomo[1] == 100.0 and locomo[5] == 0.0
     assert locomo[6] == 100.0 and locomo[7] == 50.0 and locomo[8] == 100.0      # corrected category 5
     cost_row = next(r for r in by_name["cost"].rows if r[0] == "clag" and r[1] == "bioasq")
-    assert cost_row[2:] == [1.0, 1.0, 35.0, 3.5, 1, 0]
+    # 10 memories: 10 note calls (100 + 10 tokens); 4 questions: 4 answers (40 + 4 tokens)
+    assert cost_row[2:] == [10, 1.0, 10.0, 1.0, 0.0, 1.0, 10.0, 1.0, 1, 0, 0]
     tex = to_latex(by_name["clustering_ablation"])
     assert "\\begin{tabular}" in tex and "CLAG (agentic) & bioasq & F1 & 100.00" in tex
     assert to_csv(by_name["clustering_ablation"]).splitlines()[1].startswith("Cosine-based clustering,bioasq,F1,66.6667")
@@ -115,7 +116,7 @@ def test_bootstrap_on_known_cases():
 def test_tables_command_writes_tables_and_plots(runs_root, tmp_path):
     out = tmp_path / "out"
     proc = cli("tables", "--runs", str(runs_root), "--out", str(out), "--bootstrap", "50")
-    assert "### Clustering ablation on BioASQ (tiny)" in proc.stdout
+    assert "### Clustering ablation on BioASQ (tiny; robust)" in proc.stdout
     assert (out / "tiny" / "f1_by_method.png").is_file() and (out / "tiny" / "clag_clusters.pdf").is_file()
     assert (out / "tiny" / "health.png").is_file()
     missing = cli("tables", "--runs", str(tmp_path / "nothing"), check=False)
@@ -237,8 +238,9 @@ def test_every_table_cell_is_what_a_notebook_computes_from_load(runs_root):
     category_1 = next(r for r in by_name["locomo_categories"].rows if r[0] == "clag")[1]
     assert category_1 == pytest.approx(100 * locomo.loc[locomo["category"] == 1, "f1"].mean())
     retrieval = next(r for r in by_name["retrieval"].rows if r[:2] == ["clag", "locomo"])
-    assert retrieval[2:] == [pytest.approx(100 * locomo[m].mean())
-                             for m in ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")]
+    assert retrieval[2:4] == ["turns, ranked", 3]
+    assert retrieval[4:10] == [pytest.approx(100 * locomo[m].mean())
+                               for m in ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")]
 
 
 def test_a_run_whose_health_is_flagged_is_marked_in_its_cells_and_named_in_the_notes(runs_root):

@@ -195,7 +195,8 @@ class LLMClient:
     def _account(self, request: Request, completion: Completion, key: str) -> None:
         counts: dict[str, float] = {"calls": 1}
         if completion.cached:
-            counts["cache_hits"] = 1
+            counts.update(cache_hits=1, cached_prompt_tokens=completion.prompt_tokens,
+                          cached_completion_tokens=completion.completion_tokens)
         else:
             counts.update(prompt_tokens=completion.prompt_tokens,
                           completion_tokens=completion.completion_tokens,

@@ -21,6 +21,8 @@ class TagStats:
     truncated: int = 0              # stopped at max_tokens
     errors: int = 0                 # backend failed after retries
     prompts_truncated: int = 0      # prompt longer than the context window: its start was cut
+    cached_prompt_tokens: int = 0   # what the cache hits cost when they were made: a method's own
+    cached_completion_tokens: int = 0   # cost, whichever run paid it first
 
 
 class Ledger:

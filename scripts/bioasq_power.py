@@ -1,0 +1,161 @@
+"""The BioASQ power runs: every method of the paper's three BioASQ tables (and ``clag_plus``) on
+streams 3, 4 and 7 (60 questions), RAG on all ten streams (200), one run per method and stream,
+under the setup the quality anchor validated, one run at a time.
+
+    python scripts/bioasq_power.py                 # the progress table: which runs are complete
+    python scripts/bioasq_power.py run             # run every pending job in order, one at a time
+    python scripts/bioasq_power.py run --only clag:4 --only rag   # some jobs only
+    python scripts/bioasq_power.py command clag 4  # the command of one job, to run by hand
+
+Why one run per stream: a CLAG-family method costs 70–140 minutes per stream on 2 cores, so a
+stream is the unit that finishes, is committed and is never lost; the tables pool a setup's runs
+on disjoint streams into one cell (``eval.runs.pooled``), and since seeds are scoped per stream
+and question, the pooled runs score what one run over the three streams would. A job is done
+when a complete run of its method and setup exists for its stream; the same command resumes an
+interrupted one. Records go under ``results/bioasq/qwen2.5-coder-0.5b/runs/`` (their request logs,
+timings and snapshots stay out of git), and ``python -m eval tables --runs
+results/bioasq/qwen2.5-coder-0.5b/runs --out results/bioasq`` rebuilds the committed tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LLM = "qwen2.5-coder-0.5b"
+RUNS = ROOT / "results" / "bioasq" / LLM / "runs"
+#: the anchor's setup: the reference's prompts sent as its OpenAI controller sent them, decoded
+#: with llama-cpp-python's server defaults, in process (deterministic: a rerun gives the same rows)
+SETUP = ["profile=reference", "profile.request_shape=openai", "decoding=llama-cpp-python", "seed=42"]
+SETUP_NAME = "reference+openai+llama-cpp-python"
+METHODS = ("rag", "gam", "memoryos", "amem", "clag", "clag_kmeans", "clag_cosine", "clag_plus")
+STREAMS = (3, 4, 7)
+#: methods run on every stream too (their whole-dataset run costs under an hour)
+WHOLE_DATASET = {"rag": tuple(range(10))}
+
+
+@dataclass(frozen=True)
+class Job:
+    method: str
+    stream: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}:{self.stream}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "eval", "run", f"method={self.method}", "data=bioasq", f"llm={LLM}",
+                *SETUP, f"data.subset.sample_ids=[{self.stream}]", f"results_root={RUNS.relative_to(ROOT)}"]
+
+
+def jobs() -> list[Job]:
+    """Stream by stream, every method on a stream before the next stream: whatever has finished
+    is a paired comparison on the same questions. RAG's other streams come first (minutes)."""
+    out = [Job(m, s) for m, streams in WHOLE_DATASET.items() for s in streams if s not in STREAMS]
+    out += [Job(m, s) for s in STREAMS for m in METHODS]
+    return out
+
+
+def run_state(run_dir: Path) -> str:
+    try:
+        return json.loads((run_dir / "status.json").read_text(encoding="utf-8")).get("state", "?")
+    except (OSError, ValueError):
+        return "?"
+
+
+def job_runs(job: Job) -> list[Path]:
+    """The job's run directories, oldest first (one stream, its method under the setup)."""
+    import yaml
+
+    base = RUNS / "bioasq" / f"{job.method}@{SETUP_NAME}" / LLM
+    found = []
+    for run_dir in sorted(base.glob("*")) if base.is_dir() else []:
+        try:
+            config = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+        except OSError:
+            continue
+        if list(((config.get("data") or {}).get("subset") or {}).get("sample_ids") or []) == [job.stream]:
+            found.append(run_dir)
+    return found
+
+
+def progress_row(job: Job) -> list[str]:
+    runs = job_runs(job)
+    if not runs:
+        return [job.method, str(job.stream), "pending", "", "", "", ""]
+    run_dir = runs[-1]
+    state = run_state(run_dir)
+    wall = questions = f1 = health = ""
+    if state == "complete":
+        stats = json.loads((run_dir / "memory_stats.json").read_text(encoding="utf-8"))
+        ingest = sum(s.get("ingest_seconds", 0.0) for s in stats)
+        wall = f"{ingest / 60:.1f} min ingest"
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        questions = str(metrics.get("questions", ""))
+        f1 = f"{100 * metrics['overall']['f1']['mean']:.2f}"
+        report = json.loads((run_dir / "health.json").read_text(encoding="utf-8"))
+        health = "ok" if report.get("healthy") else f"{len(report.get('flags', []))} flag(s)"
+    score = f1 + (f" ({health})" if health else "")
+    return [job.method, str(job.stream), state, run_dir.name, wall, questions, score]
+
+
+def progress() -> str:
+    lines = ["| method | stream | state | run | time | questions | F1 (health) |", "|---" * 7 + "|"]
+    lines += ["| " + " | ".join(progress_row(job)) + " |" for job in jobs()]
+    return "\n".join(lines)
+
+
+def selected(only: list[str] | None) -> list[Job]:
+    if not only:
+        return jobs()
+    chosen = []
+    for job in jobs():
+        if any(o == job.method or o == job.name for o in only):
+            chosen.append(job)
+    if not chosen:
+        raise SystemExit(f"error: no job matches {only}; jobs are METHOD or METHOD:STREAM of "
+                         f"{', '.join(METHODS)} and streams {STREAMS}")
+    return chosen
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="action")
+    run = sub.add_parser("run", help="run the pending jobs in order, one at a time")
+    run.add_argument("--only", action="append", help="METHOD or METHOD:STREAM (repeatable)")
+    run.add_argument("--max", type=int, default=None, help="stop after this many jobs")
+    command = sub.add_parser("command", help="print one job's command")
+    command.add_argument("method", choices=METHODS)
+    command.add_argument("stream", type=int)
+    ns = parser.parse_args()
+    if ns.action == "command":
+        print(" ".join(f"'{a}'" if "[" in a else a for a in Job(ns.method, ns.stream).command()[1:]))
+        return
+    if ns.action != "run":
+        print(progress())
+        return
+    done = 0
+    for job in selected(ns.only):
+        runs = job_runs(job)
+        if runs and run_state(runs[-1]) == "complete":
+            continue
+        if ns.max is not None and done >= ns.max:
+            break
+        print(f"[power] {job.name}: {' '.join(job.command()[1:])}", flush=True)
+        result = subprocess.run(job.command(), cwd=ROOT)
+        print(f"[power] {job.name}: exit {result.returncode}", flush=True)
+        if result.returncode != 0:
+            raise SystemExit(result.returncode)
+        done += 1
+    print(progress())
+
+
+if __name__ == "__main__":
+    main()
