@@ -221,7 +221,13 @@ def serving_suffix(config: dict[str, Any], model_id: str | None = None) -> str:
         from clag.llm.models import served_by_llama_server
 
         in_process = not served_by_llama_server(llm)
-    return " (in process)" if in_process else ""
+    if in_process:
+        return " (in process)"
+    if llm.get("repeat_window_includes_prompt") and float(llm.get("repetition_penalty") or 1.0) != 1.0:
+        # the same preset on the server with the prompt kept in the window: the run that tells the
+        # window's effect from the field order's (a name of its own, so it is never pooled)
+        return " (llama-server, prompt in the penalty window)"
+    return ""
 
 
 def stored_runs(out: Path) -> dict[str, list[dict[str, Any]]]:

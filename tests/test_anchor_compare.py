@@ -96,6 +96,20 @@ def test_server_auto_with_a_generated_only_window_is_filed_as_in_process(tmp_pat
     assert set(anchor.compare(tmp_path)) == {"reference+openai+llama-cpp-python"}
 
 
+def test_the_server_run_with_the_prompt_in_the_penalty_window_is_named_so(tmp_path, anchor):
+    """llm.repeat_window_includes_prompt=true keeps the llama-cpp-python preset on llama.cpp's server:
+    the isolating run has a column of its own, beside the in-process seeds."""
+    run = _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 42, [0.5, 0.5])
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["llm"].update(repetition_penalty=1.1, repeat_last_n=64, repeat_window_includes_prompt=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    (run / "ledger.json").write_text(json.dumps({"model_id": "llama-server:qwen2.5-coder-0.5b:x"}))
+    _anchor_run(tmp_path, "reference+openai+llama-cpp-python", 43, [0.0, 0.0], server=None)
+    assert set(anchor.compare(tmp_path)) == {
+        "reference+openai+llama-cpp-python (llama-server, prompt in the penalty window)",
+        "reference+openai+llama-cpp-python (in process)"}
+
+
 def _figures(capped: int, low_similarity: int, f1: float) -> dict:
     tag = {"calls": 134, "capped": capped, "unparsable": capped, "placeholder_copies": 0,
            "prompt_tokens_mean": 1400, "output_tokens_mean": 300}
