@@ -6,6 +6,7 @@ under the setup the quality anchor validated, one run at a time.
     python scripts/bioasq_power.py run             # run every pending job in order, one at a time
     python scripts/bioasq_power.py run --only clag:4 --only rag   # some jobs only
     python scripts/bioasq_power.py command clag 4  # the command of one job, to run by hand
+    python scripts/bioasq_power.py tables          # the committed tables, from the committed runs
 
 Why one run per stream: a CLAG-family method costs 70–140 minutes per stream on 2 cores, so a
 stream is the unit that finishes, is committed and is never lost; the tables pool a setup's runs
@@ -13,8 +14,8 @@ on disjoint streams into one cell (``eval.runs.pooled``), and since seeds are sc
 and question, the pooled runs score what one run over the three streams would. A job is done
 when a complete run of its method and setup exists for its stream; the same command resumes an
 interrupted one. Records go under ``results/bioasq/qwen2.5-coder-0.5b/runs/`` (their request logs,
-timings and snapshots stay out of git), and ``python -m eval tables --runs
-results/bioasq/qwen2.5-coder-0.5b/runs --out results/bioasq`` rebuilds the committed tables.
+timings and snapshots stay out of git); ``tables`` rebuilds ``results/bioasq/tables/`` from them:
+``streams-3-4-7`` (every method on the same 60 questions) and ``all-streams`` (RAG on 200).
 """
 
 from __future__ import annotations
@@ -112,6 +113,26 @@ def progress() -> str:
     return "\n".join(lines)
 
 
+#: the committed tables: (folder under results/bioasq/tables, streams kept or None for every stream)
+TABLE_SETS = (("streams-3-4-7", STREAMS), ("all-streams", None))
+TABLES = ROOT / "results" / "bioasq" / "tables"
+
+
+def tables_command(folder: str, streams: tuple[int, ...] | None, out: Path = TABLES) -> list[str]:
+    """The ``eval tables`` command that writes one committed table set (no plots: their files are
+    not byte-stable, and the test regenerates the tables byte for byte)."""
+    command = ["tables", "--runs", str(RUNS.relative_to(ROOT)), "--out", str(out / folder), "--no-plots"]
+    if streams:
+        command += ["--streams", ",".join(map(str, streams))]
+    return command
+
+
+def write_tables(out: Path = TABLES) -> None:
+    for folder, streams in TABLE_SETS:
+        subprocess.run([sys.executable, "-m", "eval", *tables_command(folder, streams, out)], cwd=ROOT,
+                       check=True, stdout=subprocess.DEVNULL)
+
+
 def selected(only: list[str] | None) -> list[Job]:
     if not only:
         return jobs()
@@ -131,12 +152,17 @@ def main() -> None:
     run = sub.add_parser("run", help="run the pending jobs in order, one at a time")
     run.add_argument("--only", action="append", help="METHOD or METHOD:STREAM (repeatable)")
     run.add_argument("--max", type=int, default=None, help="stop after this many jobs")
+    sub.add_parser("tables", help="write the committed tables from the committed runs")
     command = sub.add_parser("command", help="print one job's command")
     command.add_argument("method", choices=METHODS)
     command.add_argument("stream", type=int)
     ns = parser.parse_args()
     if ns.action == "command":
         print(" ".join(f"'{a}'" if "[" in a else a for a in Job(ns.method, ns.stream).command()[1:]))
+        return
+    if ns.action == "tables":
+        write_tables()
+        print(f"wrote {', '.join(folder for folder, _ in TABLE_SETS)} under {TABLES.relative_to(ROOT)}")
         return
     if ns.action != "run":
         print(progress())

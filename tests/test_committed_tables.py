@@ -1,0 +1,34 @@
+"""The committed BioASQ tables are exactly what the committed run records give, byte for byte."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def power_script():
+    spec = importlib.util.spec_from_file_location("bioasq_power", REPO / "scripts" / "bioasq_power.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_the_committed_tables_regenerate_byte_for_byte_from_the_committed_runs(tmp_path):
+    power = power_script()
+    if not power.RUNS.is_dir() or not power.TABLES.is_dir():
+        pytest.skip("no committed BioASQ runs or tables yet")
+    power.write_tables(out=tmp_path)
+    for folder, _streams in power.TABLE_SETS:
+        committed, regenerated = files_under(power.TABLES / folder), files_under(tmp_path / folder)
+        assert sorted(regenerated) == sorted(committed), folder
+        for name, content in committed.items():
+            assert regenerated[name] == content, f"{folder}/{name} differs from what the runs give"
