@@ -87,6 +87,20 @@ def job_runs(job: Job) -> list[Path]:
     return found
 
 
+def wall_time(run_dir: Path) -> str:
+    """From the run's first start (``env.json``) to its end (``status.json``), and its ingest share;
+    a resumed run's figure includes the time it was stopped."""
+    from datetime import datetime
+
+    env = json.loads((run_dir / "env.json").read_text(encoding="utf-8"))
+    ended = json.loads((run_dir / "status.json").read_text(encoding="utf-8"))["time"]
+    started = datetime.fromisoformat(env["created"]).timestamp()
+    stats = json.loads((run_dir / "memory_stats.json").read_text(encoding="utf-8"))
+    ingest = sum(s.get("ingest_seconds", 0.0) for s in stats)
+    text = f"{(ended - started) / 60:.1f} min ({ingest / 60:.1f} ingest)"
+    return text + (" resumed" if env.get("resumes") else "")
+
+
 def progress_row(job: Job) -> list[str]:
     runs = job_runs(job)
     if not runs:
@@ -95,9 +109,7 @@ def progress_row(job: Job) -> list[str]:
     state = run_state(run_dir)
     wall = questions = f1 = health = ""
     if state == "complete":
-        stats = json.loads((run_dir / "memory_stats.json").read_text(encoding="utf-8"))
-        ingest = sum(s.get("ingest_seconds", 0.0) for s in stats)
-        wall = f"{ingest / 60:.1f} min ingest"
+        wall = wall_time(run_dir)
         metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
         questions = str(metrics.get("questions", ""))
         f1 = f"{100 * metrics['overall']['f1']['mean']:.2f}"

@@ -49,3 +49,18 @@ def test_a_bioasq_like_stream_gives_one_twentieth_precision_and_ten_over_n_recal
 def test_a_question_without_gold_in_its_stream_is_refused():
     with pytest.raises(ValueError, match="gold ids"):
         chance_scores(10, 0)
+
+
+def test_the_misaligned_hypothesis_scores_each_question_against_the_next_questions_gold():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "retrieval_misaligned.py"
+    spec = importlib.util.spec_from_file_location("retrieval_misaligned", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = [{"sample_id": "3", "retrieved_ids": ["a", "b"], "evidence": ["a", "b"]},
+            {"sample_id": "3", "retrieved_ids": ["c"], "evidence": ["c", "a"]}]
+    first, second = module.misaligned_scores(rows)
+    assert first["recall@10"] == 0.5          # ids a, b against the second question's gold c, a
+    assert second["recall@10"] == 0.0         # id c against the first question's gold a, b
