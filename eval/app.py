@@ -15,18 +15,11 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from clag.errors import UserFacingError
+from eval.identity import config_hash, semantic_config
 from eval.resources import CONFIG_DIR
 
 #: (overrides, message) of every job of this process that failed with a user error
 FAILED_JOBS: list[tuple[str, str]] = []
-
-
-#: keys that change how a run is shown, not what it computes (left out of the config hash)
-PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger", "health")
-
-
-def semantic_config(resolved: dict) -> dict:
-    return {k: v for k, v in resolved.items() if k not in PRESENTATION_KEYS}
 
 
 #: libraries whose INFO logs (model loading, AVX probing) would drown the run's own output
@@ -41,7 +34,7 @@ def execute(cfg: DictConfig) -> Path:
     from eval.data import load_dataset
     from eval.labels import describe
     from eval.methods import build_method
-    from eval.results import claim_run_directory, config_hash, environment, record_resume, write_json
+    from eval.results import claim_run_directory, environment, record_resume, write_json
     from eval.runner import run_dataset, write_status
     from eval.scoring import format_summary
 

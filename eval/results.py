@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import platform
@@ -30,10 +29,6 @@ TRACKED_PACKAGES = (
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    """A short, stable hash of a resolved config (key order does not matter)."""
-    canonical = json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:8]
 
 
 def run_directory(root: Path, data: str, method: str, llm: str, chash: str,

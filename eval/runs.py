@@ -10,6 +10,8 @@ from typing import Any
 
 import yaml
 
+from eval.identity import setup_hash
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -115,14 +117,7 @@ class RunRecord:
     def setup_hash(self) -> str:
         """The hash of what the run computed, whichever streams it ran on: its resolved config
         without the keys that only present it and without ``data.subset.sample_ids``."""
-        from eval.app import semantic_config
-        from eval.results import config_hash
-
-        config = json.loads(json.dumps(semantic_config(self.config or {}), default=str))
-        subset = (config.get("data") or {}).get("subset")
-        if isinstance(subset, dict):
-            subset.pop("sample_ids", None)
-        return config_hash(config)
+        return setup_hash(self.config or {})
 
     @property
     def members(self) -> tuple[RunRecord, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 def power_script():
     spec = importlib.util.spec_from_file_location("bioasq_power", REPO / "scripts" / "bioasq_power.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module          # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 
