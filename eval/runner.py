@@ -28,6 +28,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from clag.llm.ledger import summed_reports
 from clag.pools import interruptible_pool
 from clag.types import MemorySystem, Question, Sample
 from eval import snapshots
@@ -129,15 +130,7 @@ def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done:
 
 def merged_ledger(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
     """A resumed run's ledger: the interrupted sessions' counts plus this session's."""
-    merged = json.loads(json.dumps(current))
-    for section in ("by_tag", "by_phase"):
-        for tag, counts in previous.get(section, {}).items():
-            target = merged.setdefault(section, {}).setdefault(tag, {k: 0 for k in counts})
-            for name, value in counts.items():
-                target[name] = target.get(name, 0) + value
-    if "total" in previous:
-        for name, value in previous["total"].items():
-            merged.setdefault("total", {})[name] = merged.get("total", {}).get(name, 0) + value
+    merged = summed_reports([current, previous])
     merged["sessions"] = previous.get("sessions", 1) + 1
     return merged
 

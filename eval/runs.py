@@ -251,11 +251,9 @@ class RunGroup:
         set, decoding) is the setup's, read from the latest run."""
         if len(self.members) == 1:
             return self.latest.ledger
-        merged = json.loads(json.dumps(self.latest.ledger))
-        for section in ("by_tag", "by_phase"):
-            merged[section] = _summed([run.ledger.get(section, {}) for run in self.members])
-        merged["total"] = _summed([{"total": run.ledger.get("total", {})} for run in self.members])["total"]
-        return merged
+        from clag.llm.ledger import summed_reports
+
+        return summed_reports([run.ledger for run in self.members])
 
     @cached_property
     def memory_stats(self) -> list[dict[str, Any]]:
@@ -272,20 +270,6 @@ class RunGroup:
         """The metric's overall mean ×100 over every pooled question where it applies."""
         values = list(self.per_question(metric).values())
         return 100 * sum(values) / len(values) if values else None
-
-
-def _summed(sections: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """``{tag: {count: n}}`` dicts added up (numbers only; other values from the first that has one)."""
-    out: dict[str, dict[str, Any]] = {}
-    for section in sections:
-        for tag, counts in section.items():
-            target = out.setdefault(tag, {})
-            for name, value in counts.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    target[name] = target.get(name, 0) + value
-                else:
-                    target.setdefault(name, value)
-    return out
 
 
 def _stream_order(streams: list[str]) -> tuple[int, ...]:

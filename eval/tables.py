@@ -310,7 +310,7 @@ def _by_data(item: tuple[tuple[str, str, str], RunGroup]) -> tuple[str, str]:
     return data, method
 
 
-RETRIEVAL_METRICS = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
+TABLE_RETRIEVAL_METRICS = ("e_precision", "e_recall", "e_f1", "recall@5", "recall@10", "ndcg@10")
 CHANCE_LABEL = "chance (random ranking)"
 
 
@@ -354,7 +354,7 @@ def retrieval_all(runs: dict, llm: str, scores: QuestionScores | None = None) ->
     for data, methods in by_data.items():
         question_sets: list[frozenset[str]] = []
         for method, mine in sorted(methods, key=lambda item: _method_order(item[0])):
-            values: list[Any] = [scores.mean(method, data, llm, m) for m in RETRIEVAL_METRICS]
+            values: list[Any] = [scores.mean(method, data, llm, m) for m in TABLE_RETRIEVAL_METRICS]
             unit = "turns, ranked"
             if _unranked(mine):
                 unit = "page lines, unranked"
@@ -367,7 +367,7 @@ def retrieval_all(runs: dict, llm: str, scores: QuestionScores | None = None) ->
             if keys and keys not in question_sets:
                 question_sets.append(keys)
         for keys in sorted(question_sets, key=len, reverse=True):
-            values = chance_row(chance, keys, RETRIEVAL_METRICS)
+            values = chance_row(chance, keys, TABLE_RETRIEVAL_METRICS)
             if any(v is not None for v in values):
                 rows.append([CHANCE_LABEL, data, "turns, random", len(keys), *values, None])
     notes = [f"{CHANCE_LABEL}: the exact expectation of each metric over every ordering of the question's "
@@ -377,7 +377,7 @@ def retrieval_all(runs: dict, llm: str, scores: QuestionScores | None = None) ->
         notes.append(f"{UNRANKED_MARK} not comparable: {', '.join(sorted(unranked))} returns the lines of "
                      "the pages it read, in stream order, not a ranking of turns, so its top 10 is the start "
                      "of a page and its rank metrics say nothing about its retrieval.")
-    columns = ["Method", "Data", "Unit", "Questions"] + [METRIC_LABELS[m] for m in RETRIEVAL_METRICS]
+    columns = ["Method", "Data", "Unit", "Questions"] + [METRIC_LABELS[m] for m in TABLE_RETRIEVAL_METRICS]
     columns.append("ids / question")
     return Table("retrieval", f"Evidence retrieval on every dataset ({llm})", columns, rows, notes)
 

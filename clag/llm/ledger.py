@@ -3,6 +3,7 @@ seconds and failures a run cost."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass
@@ -54,3 +55,19 @@ class Ledger:
         if phases:
             report["by_phase"] = phases
         return report
+
+
+def summed_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Ledger reports (``ledger.json``) added up: the counts of every tag, phase and the total
+    summed; every other key (model, prompt set, decoding) from the first report. A resumed run's
+    sessions and runs pooled over streams are both such sums."""
+    merged = json.loads(json.dumps(reports[0]))
+    for report in reports[1:]:
+        for section in ("by_tag", "by_phase"):
+            for tag, counts in report.get(section, {}).items():
+                target = merged.setdefault(section, {}).setdefault(tag, {})
+                for name, value in counts.items():
+                    target[name] = target.get(name, 0) + value
+        for name, value in report.get("total", {}).items():
+            merged.setdefault("total", {})[name] = merged.get("total", {}).get(name, 0) + value
+    return merged
