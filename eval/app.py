@@ -50,6 +50,9 @@ def execute(cfg: DictConfig) -> Path:
             "keep more turns (data.subset.turns, data.subset.answerable) or pick streams that "
             "answer (data.subset.pick=most_answerable)")
     method = build_method(resolved)
+    warning = method.check_llm()        # a server that cannot answer stops the run here, at once
+    if warning:
+        print(warning, flush=True)
     names = describe(resolved)
     chash = config_hash(semantic_config(resolved))
     run_dir, resumed = claim_run_directory(Path(resolved["results_root"]), names["data"], names["method"],
@@ -90,12 +93,17 @@ def execute(cfg: DictConfig) -> Path:
         raise
     from eval.tracking import log_run
 
-    log_run(resolved.get("logger"), resolved, run_dir, metrics,
-            json.loads((run_dir / "ledger.json").read_text()))
+    ledger = json.loads((run_dir / "ledger.json").read_text())
+    log_run(resolved.get("logger"), resolved, run_dir, metrics, ledger)
+    from clag.llm.ledger import every_call_failed
     from eval.health import health_report, summary_line
 
     report = health_report(run_dir)
     write_json(run_dir / "health.json", report)
+    failed = every_call_failed(ledger.get("total", {}))
+    if failed:
+        write_status(run_dir, "failed", error=failed)
+        raise UserFacingError(f"{failed} ({run_dir})")
     write_status(run_dir, "complete")
     print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))

@@ -42,3 +42,6 @@ class MethodRun:
     record_calls: Callable[[Path], None] = lambda path: None
     #: per call tag, the example values its prompt templates show (``clag.placeholders``)
     placeholders: dict[str, list[str]] = field(default_factory=dict)
+    #: before anything is ingested: stop with one line if the LLM cannot answer (a server that is
+    #: down, misnamed or refuses the run's requests); returns a warning line or None
+    check_llm: Callable[[], str | None] = lambda: None

@@ -78,7 +78,7 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     from clag.embed import Embedder
     from clag.llm.calllog import CallLog
     from clag.llm.ledger import Ledger
-    from clag.llm.models import build_client, decoding_report
+    from clag.llm.models import backend_kind, build_client, decoding_report
     from clag.placeholders import method_placeholders, placeholders
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
@@ -146,5 +146,6 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     return MethodRun(make_memory, answerer, ledger_report, client.scope,
                      bool(cfg.get("batching", {}).get("prefetch_ingest", False)),
                      record_calls=record_calls,
+                     check_llm=lambda: backend_kind(cfg["llm"]).preflight(cfg["llm"], client.request_shape),
                      placeholders={**(placeholders(prompt_set) if uses_prompt_set else {}),
                                    **method_placeholders(get_class(memory_cfg["_target_"]))})

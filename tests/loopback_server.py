@@ -10,17 +10,23 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class LoopbackServer:
-    """``fail_first``: the first n requests get 500; ``fail_every``: every n-th request does
-    (deterministic, whatever the retries). ``reply(body) -> text`` scripts the content."""
+    """``fail_first``: the first n requests get 500; ``fail_every``: every n-th request does;
+    ``fail_from``: every request after the n-th does (deterministic, whatever the retries);
+    ``fail_status`` is the failures' HTTP status. ``reply(body) -> text`` scripts the content.
+    ``models``: what ``GET /models`` lists (None: the server has no such list, a 404)."""
 
     def __init__(self, fail_first: int = 0, fail_every: int = 0,
-                 reply: Callable[[dict], str] | None = None) -> None:
+                 reply: Callable[[dict], str] | None = None, fail_from: int = 0, fail_status: int = 500,
+                 models: list[str] | None = None) -> None:
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.fail_first = fail_first
         self.fail_every = fail_every
         self.reply = reply
         self.failed = 0
+        self.fail_from = fail_from
+        self.fail_status = fail_status
+        self.models = models
         self._lock = threading.Lock()
         server = self
 
@@ -28,16 +34,32 @@ class LoopbackServer:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):
+                if server.models is None or not self.path.endswith("/models"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = json.dumps({"object": "list", "data": [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "loopback"}
+                    for name in server.models]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.paths.append(self.path)
                     server.bodies.append(body)
                     n = len(server.bodies)
-                    fail = n <= server.fail_first or (server.fail_every and n % server.fail_every == 0)
+                    fail = (n <= server.fail_first or (server.fail_every and n % server.fail_every == 0)
+                            or (server.fail_from and n > server.fail_from))
                     server.failed += bool(fail)
                 if fail:
-                    self.send_response(500)
+                    self.send_response(server.fail_status)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

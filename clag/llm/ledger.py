@@ -71,3 +71,16 @@ def summed_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
         for name, value in report.get("total", {}).items():
             merged.setdefault("total", {})[name] = merged.get("total", {}).get(name, 0) + value
     return merged
+
+
+def every_call_failed(total: dict[str, Any]) -> str | None:
+    """Why a run whose every fresh LLM request failed must not count as complete, or None.
+
+    Under ``max_error_rate: 1.0`` (the reference's semantics) such a run goes to its end on empty
+    replies; its scores measure the fallbacks, not a model."""
+    fresh = int(total.get("calls", 0)) - int(total.get("cache_hits", 0))
+    errors = int(total.get("errors", 0))
+    if fresh <= 0 or errors < fresh:
+        return None
+    return (f"every one of the run's {fresh} LLM requests failed after its retries, so its answers are "
+            "the empty-reply fallbacks; see calls.jsonl for the errors")

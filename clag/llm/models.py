@@ -23,6 +23,7 @@ from clag.llm.chunked import CHUNKED_MODELS, ChunkedModelError, cached_path
 from clag.llm.client import LLMClient
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.ledger import Ledger
+from clag.llm.shape import RequestShape
 from clag.llm.types import LLM, Completion, Request
 from clag.registry import Registry
 
@@ -108,6 +109,11 @@ class BackendKind:
         micro-batcher (which would hold every caller until its whole batch returned)."""
         return False
 
+    def preflight(self, cfg: Mapping[str, Any], shape: RequestShape) -> str | None:
+        """Stop (one line) before a run ingests anything if this backend cannot answer; a warning
+        line, or None. In-process backends fail when they load, so they check nothing here."""
+        return None
+
 
 class HFKind(BackendKind):
     """``backend=hf``: transformers in process."""
@@ -159,6 +165,12 @@ class OpenAIKind(BackendKind):
 
     def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
         return True
+
+    def preflight(self, cfg: Mapping[str, Any], shape: RequestShape) -> str | None:
+        """A server the user runs: is it there, and does it take the run's kind of request?"""
+        from clag.llm.preflight import check_server
+
+        return check_server(self.build(cfg), shape)
 
 
 def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
