@@ -13,11 +13,12 @@ class LoopbackServer:
     """``fail_first``: the first n requests get 500; ``fail_every``: every n-th request does;
     ``fail_from``: every request after the n-th does (deterministic, whatever the retries);
     ``fail_status`` is the failures' HTTP status. ``reply(body) -> text`` scripts the content.
-    ``models``: what ``GET /models`` lists (None: the server has no such list, a 404)."""
+    ``models``: what ``GET /models`` lists (None: the server has no such list, a 404), each
+    ``owned_by`` the ``engine``."""
 
     def __init__(self, fail_first: int = 0, fail_every: int = 0,
                  reply: Callable[[dict], str] | None = None, fail_from: int = 0, fail_status: int = 500,
-                 models: list[str] | None = None) -> None:
+                 models: list[str] | None = None, engine: str = "loopback") -> None:
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.fail_first = fail_first
@@ -27,6 +28,7 @@ class LoopbackServer:
         self.fail_from = fail_from
         self.fail_status = fail_status
         self.models = models
+        self.engine = engine
         self._lock = threading.Lock()
         server = self
 
@@ -41,7 +43,7 @@ class LoopbackServer:
                     self.end_headers()
                     return
                 data = json.dumps({"object": "list", "data": [
-                    {"id": name, "object": "model", "created": 0, "owned_by": "loopback"}
+                    {"id": name, "object": "model", "created": 0, "owned_by": server.engine}
                     for name in server.models]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

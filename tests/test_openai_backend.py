@@ -108,3 +108,26 @@ def test_the_llamacpp_dialect_sends_our_grammar_and_llamacpp_names(server):
     assert backend.model_id == "llama-server:x"
     with pytest.raises(Exception, match="stop token ids"):
         OpenAIBackend(server.url, "m", policy=DecodingPolicy(stop_token_ids=(3,)), dialect="llamacpp")
+
+
+def test_the_cache_identity_names_the_engine_serving_the_model_and_its_revision():
+    """A vLLM run must not reuse an SGLang run's replies: the engine (the model list's owned_by)
+    and the config's pinned revision are part of the model id; a server without a list says so."""
+    from clag.llm.models import model_id_for
+
+    ids = []
+    for engine in ("vllm", "sglang"):
+        server = LoopbackServer(models=["m"], engine=engine)
+        try:
+            cfg = {"name": "m", "backend": "openai", "model": "m", "base_url": server.url, "prompt_format": "raw",
+                   "revision": "abc123"}
+            ids.append(model_id_for(cfg))
+            assert OpenAIBackend(server.url, "m").model_id.split(":")[2] == engine
+        finally:
+            server.close()
+    assert ids[0] != ids[1] and ids[0].startswith("openai:m@abc123:vllm:") and ":sglang:" in ids[1]
+    unlisted = LoopbackServer()
+    try:
+        assert OpenAIBackend(unlisted.url, "m").model_id.startswith("openai:m@unpinned:unlisted:")
+    finally:
+        unlisted.close()

@@ -155,13 +155,17 @@ class OpenAIKind(BackendKind):
                              prompt_format=cfg.get("prompt_format", "raw"),
                              concurrency=int(cfg.get("concurrency", 8)),
                              timeout_s=float(cfg.get("timeout_s", 60)),
-                             retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg))
+                             retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg),
+                             model_id=self.model_id(cfg))
 
     def model_id(self, cfg: Mapping[str, Any]) -> str | None:
-        from clag.llm.openai_backend import openai_model_id
+        """Asks the server which engine it is (its model list): one short request, remembered."""
+        from clag.llm.openai_backend import openai_model_id, served_engine
 
+        engine = served_engine(str(cfg.get("base_url")), str(cfg.get("model")),
+                               str(cfg.get("api_key") or "EMPTY"))
         return openai_model_id(str(cfg.get("model")), cfg.get("prompt_format", "raw"),
-                               DecodingPolicy.from_config(cfg))
+                               DecodingPolicy.from_config(cfg), engine, hub_revision(cfg))
 
     def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
         return True

@@ -28,9 +28,39 @@ from clag.llm.decoding import DecodingPolicy
 from clag.llm.types import Completion, Request
 from clag.pools import interruptible_pool
 
+#: what the served model is known by, per (base_url, model): asked once per process
+_ENGINES: dict[tuple[str, str], str] = {}
 
-def openai_model_id(model: str, prompt_format: str, policy: DecodingPolicy) -> str:
-    return f"openai:{model}:{prompt_format}:{policy.identity()}"
+
+def served_engine(base_url: str, model: str, api_key: str = "EMPTY") -> str:
+    """Which engine serves ``model`` at ``base_url``, and from what: the model list's ``owned_by``
+    (``vllm``, ``sglang``, ``llamacpp``) and, where the engine says it, the weights it loaded
+    (vLLM's ``root``). Without it a vLLM run would reuse an SGLang run's cached replies.
+    ``unlisted`` where the server has no list or cannot be reached (the run's preflight then
+    stops a run that cannot reach it); only an answer is remembered."""
+    import openai
+    from openai import OpenAI
+
+    if (base_url, model) in _ENGINES:
+        return _ENGINES[(base_url, model)]
+    try:
+        listed = OpenAI(base_url=base_url, api_key=api_key, timeout=10.0, max_retries=0).models.list().data
+    except openai.OpenAIError:
+        return "unlisted"
+    entry = next((m for m in listed if m.id == model), listed[0] if listed else None)
+    if entry is None:
+        return "unlisted"
+    root = getattr(entry, "root", None)
+    engine = f"{entry.owned_by}" + (f"({root})" if root and root != entry.id else "")
+    _ENGINES[(base_url, model)] = engine
+    return engine
+
+
+def openai_model_id(model: str, prompt_format: str, policy: DecodingPolicy, engine: str = "unlisted",
+                    revision: str | None = None) -> str:
+    """The cache identity of a served model: its name and pinned revision (``llm.revision``, which
+    ``scripts/serve.sh`` passes to the engine), the engine serving it, format and policy."""
+    return f"openai:{model}@{revision or 'unpinned'}:{engine}:{prompt_format}:{policy.identity()}"
 
 
 class OpenAIBackend:
@@ -73,7 +103,8 @@ class OpenAIBackend:
         self.retries = max(1, int(retries))
         self.policy = policy or DecodingPolicy()
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-        self.model_id = model_id or openai_model_id(model, prompt_format, self.policy)
+        self.model_id = model_id or openai_model_id(model, prompt_format, self.policy,
+                                                    served_engine(base_url, model, api_key))
         # the server's model decides its end tokens (its generation config); the policy's extras are sent
         self.stop_token_ids: tuple[int, ...] = self.policy.stop_token_ids
 
