@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,11 +15,13 @@ class LoopbackServer:
     ``fail_from``: every request after the n-th does (deterministic, whatever the retries);
     ``fail_status`` is the failures' HTTP status. ``reply(body) -> text`` scripts the content.
     ``models``: what ``GET /models`` lists (None: the server has no such list, a 404), each
-    ``owned_by`` the ``engine``."""
+    ``owned_by`` the ``engine``. ``serve_s``: seconds each reply takes (``serial``: one at a time,
+    the others queued as on a busy server); ``peak`` is the most requests ever in flight."""
 
     def __init__(self, fail_first: int = 0, fail_every: int = 0,
                  reply: Callable[[dict], str] | None = None, fail_from: int = 0, fail_status: int = 500,
-                 models: list[str] | None = None, engine: str = "loopback") -> None:
+                 models: list[str] | None = None, engine: str = "loopback", serve_s: float = 0.0,
+                 serial: bool = False) -> None:
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.fail_first = fail_first
@@ -29,6 +32,10 @@ class LoopbackServer:
         self.fail_status = fail_status
         self.models = models
         self.engine = engine
+        self.serve_s = serve_s
+        self.in_flight = 0
+        self.peak = 0
+        self._serial = threading.Lock() if serial else None
         self._lock = threading.Lock()
         server = self
 
@@ -52,6 +59,22 @@ class LoopbackServer:
                 self.wfile.write(data)
 
             def do_POST(self):
+                with server._lock:
+                    server.in_flight += 1
+                    server.peak = max(server.peak, server.in_flight)
+                try:
+                    if server._serial is not None:
+                        with server._serial:
+                            self._answer()
+                    else:
+                        self._answer()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self):
+                if server.serve_s:
+                    time.sleep(server.serve_s)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server._lock:
                     server.paths.append(self.path)

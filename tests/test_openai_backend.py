@@ -131,3 +131,29 @@ def test_the_cache_identity_names_the_engine_serving_the_model_and_its_revision(
         assert OpenAIBackend(unlisted.url, "m").model_id.startswith("openai:m@unpinned:unlisted:")
     finally:
         unlisted.close()
+
+
+def test_one_request_budget_per_server_for_the_whole_process_and_timeouts_start_at_sending():
+    """Four call sites (threads, as streams are) with concurrency 2 each used to put 8 requests at
+    once on a server that answers one at a time, and the queued ones timed out while they waited
+    there. One budget of 2 for the process: at most 2 in flight, none waits past its timeout."""
+    import threading
+
+    server = LoopbackServer(serve_s=0.3, serial=True)
+    try:
+        backends = [OpenAIBackend(server.url, "m", concurrency=2, timeout_s=1.0, retries=1) for _ in range(4)]
+        outcomes: list[str] = []
+
+        def call_site(backend: OpenAIBackend) -> None:
+            done = backend.generate([Request(prompt=f"p{i}", temperature=0.0) for i in range(3)])
+            outcomes.extend(c.finish_reason for c in done)
+
+        threads = [threading.Thread(target=call_site, args=(b,)) for b in backends]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        server.close()
+    assert server.peak <= 2 and backends[0].budget.peak == 2
+    assert outcomes.count("error") == 0 and len(outcomes) == 12

@@ -11,7 +11,9 @@ apply the model's own top-k/top-p); schemas go as ``response_format`` JSON schem
 as our GBNF grammar (the in-process ``llamacpp`` backend's, so both decode under one grammar),
 the repetition penalty under llama.cpp's name, prompts stay in the slot's cache.
 
-Requests run with bounded concurrency, a timeout (the reference's is 60 s) and tenacity retries.
+Requests run within one budget per server for the whole process (:class:`RequestBudget`,
+``llm.concurrency``), with a timeout that starts when a request is sent (the reference's is 60 s)
+and tenacity retries.
 A request that still fails becomes an *error completion* (empty text, ``finish_reason="error"``):
 the reference treats an error as an empty reply, the client counts it, never caches it, and
 stops the run only when errors pass ``llm.max_error_rate``.
@@ -20,13 +22,59 @@ stops the run only when errors pass ``llm.max_error_rate``.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from clag.errors import UserFacingError
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.types import Completion, Request
 from clag.pools import interruptible_pool
+
+
+class RequestBudget:
+    """How many requests this process has in flight to one server, at most ``size``.
+
+    ``llm.concurrency`` is the process's budget per server, not per call site: every thread that
+    calls the backend (streams, questions, prefetch chunks) takes a permit before it sends, so a
+    server sees at most ``size`` requests from this process and a request's timeout starts when it
+    is sent, never while it waits behind the process's own other requests. ``peak`` is the most
+    that were ever in flight at once (for the ledger and the benchmarks)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, int(size))
+        self._permits = threading.BoundedSemaphore(self.size)
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+
+    @contextmanager
+    def permit(self) -> Iterator[None]:
+        with self._permits:
+            with self._lock:
+                self.in_flight += 1
+                self.peak = max(self.peak, self.in_flight)
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+
+
+_BUDGETS: dict[str, RequestBudget] = {}
+_BUDGETS_LOCK = threading.Lock()
+
+
+def server_budget(base_url: str, size: int) -> RequestBudget:
+    """The process's one budget for the server at ``base_url`` (the first backend to ask sets its
+    size; every backend of a run is built from one config, so they all ask the same)."""
+    with _BUDGETS_LOCK:
+        if base_url not in _BUDGETS:
+            _BUDGETS[base_url] = RequestBudget(size)
+        return _BUDGETS[base_url]
+
 
 #: what the served model is known by, per (base_url, model): asked once per process
 _ENGINES: dict[tuple[str, str], str] = {}
@@ -100,6 +148,7 @@ class OpenAIBackend:
         self.model = model
         self.prompt_format = prompt_format
         self.concurrency = max(1, int(concurrency))
+        self.budget = server_budget(base_url, self.concurrency)
         self.retries = max(1, int(retries))
         self.policy = policy or DecodingPolicy()
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
@@ -169,7 +218,7 @@ class OpenAIBackend:
                                                                    openai.APITimeoutError,
                                                                    openai.InternalServerError,
                                                                    openai.RateLimitError))):
-                with attempt:
+                with attempt, self.budget.permit():   # a retry's wait holds no permit
                     if self.uses_chat(request):
                         resp = self.client.chat.completions.create(
                             messages=request.text_for_chat(), **payload)
