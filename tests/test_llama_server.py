@@ -203,3 +203,41 @@ def test_a_guarded_command_stops_when_the_guard_is_terminated(tmp_path: Path) ->
     finally:
         guard.kill()
         os.close(lifeline)
+
+
+@pytest.mark.slow
+def test_a_one_slot_server_gives_a_request_the_same_reply_whatever_came_before(tmp_path: Path) -> None:
+    """The documented bit-exact path: on one slot, a request's reply depends on the request alone.
+    With the prompt cache on, a prompt that follows one sharing its prefix is prefilled only past
+    that prefix, and its sampled reply differs from the same prompt prefilled whole (measured:
+    6 of 6 keyword prompts, SmolLM2) — what made a resumed run differ from an uninterrupted one."""
+    from clag.llm.llama_server import set_log_dir
+    from clag.llm.models import build_backend
+    from clag.llm.types import Request
+    from eval.cli import compose
+
+    _binary()
+    set_log_dir(tmp_path)
+    cfg = compose([*SMOL, "llm.cache_path=null", "llm.server_slots=1", "llm.threads=1"])["llm"]
+    schema = {"type": "object", "properties": {"keywords": {"type": "array", "items": {"type": "string"}}},
+              "required": ["keywords"]}
+    context = " ".join(f"Turn {i}: speaker {i % 3} lost job {i % 5} and moved {i % 4} times." for i in range(40))
+
+    def ask(task: str, seed: int) -> Request:
+        return Request(prompt=f"{context}\n\nTask: {task}\nJSON:", json_schema=schema, temperature=0.7,
+                       max_tokens=48, seed=seed, tag="keywords")
+
+    targets = [ask(f"keywords about speaker {k}", 100 + k) for k in range(3)]
+    sharing = [ask(f"summarise turn {k}", 7 + k) for k in range(3)]     # the same long prefix
+    replies = []
+    for predecessors in ([], sharing):                 # each on a fresh server
+        backend = build_backend(cfg)
+        got = []
+        for k, target in enumerate(targets):
+            if predecessors:
+                backend.generate([predecessors[k]])
+            got.append(backend.generate([target])[0].text)
+        replies.append(got)
+        stop_all()
+    assert all(text for text in replies[0]), replies
+    assert replies[0] == replies[1]

@@ -240,7 +240,8 @@ class ServedLlamaCpp:
                                      retries=int(cfg.get("retries", 3)),
                                      policy=DecodingPolicy.from_config(cfg), dialect="llamacpp",
                                      model_id=self.model_id,
-                                     context_tokens=self.spec.context_per_slot)
+                                     context_tokens=self.spec.context_per_slot,
+                                     prompt_cache=self.spec.slots > 1)
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         if not self.server.alive():

@@ -9,7 +9,9 @@ apply the model's own top-k/top-p); schemas go as ``response_format`` JSON schem
 
 ``dialect="llamacpp"`` speaks to llama.cpp's server (:mod:`clag.llm.llama_server`): schemas go
 as our GBNF grammar (the in-process ``llamacpp`` backend's, so both decode under one grammar),
-the repetition penalty under llama.cpp's name, prompts stay in the slot's cache.
+the repetition penalty under llama.cpp's name, prompts stay in the slot's cache (not on a
+one-slot server, the bit-exact path: a prompt prefilled after a predecessor that shares its
+prefix gives other replies than the same prompt prefilled whole).
 
 Requests run within one budget per server for the whole process (:class:`RequestBudget`,
 ``llm.concurrency``), with a timeout that starts when a request is sent (the reference's is 60 s)
@@ -125,6 +127,7 @@ class OpenAIBackend:
         dialect: str = "openai",
         model_id: str | None = None,
         context_tokens: int | None = None,
+        prompt_cache: bool = True,
     ) -> None:
         from openai import OpenAI
 
@@ -144,6 +147,9 @@ class OpenAIBackend:
         # llama-server's slot context: the repetition window of "the whole sequence" (the server
         # rejects llama.cpp's -1 for it; the in-process backend likewise uses its n_ctx)
         self.context_tokens = context_tokens
+        # llama-server reuses the longest cached prefix of an earlier prompt and prefills only the
+        # rest, whose numerics differ from a whole prefill: off, a reply depends on its request alone
+        self.prompt_cache = prompt_cache
         self.base_url = base_url
         self.model = model
         self.prompt_format = prompt_format
@@ -197,7 +203,7 @@ class OpenAIBackend:
                 raise ValueError("the llamacpp dialect needs context_tokens for a whole-sequence "
                                  "repetition window")
             extra["repeat_last_n"] = self.context_tokens
-        extra["cache_prompt"] = True
+        extra["cache_prompt"] = self.prompt_cache
         payload.setdefault("seed", 0)          # the in-process backend's default; the server's is random
         if request.json_schema is not None:
             kind, source = grammar_source(request.json_schema, self.policy.max_whitespace,
