@@ -121,6 +121,48 @@ def server(llm_cfg: dict[str, Any]) -> list[Check]:
                       f"{url} unreachable ({exc}); start the server or fix llm.base_url")]
 
 
+def hf_memory(llm_cfg: dict[str, Any]) -> list[Check]:
+    """``backend=hf``: the KV cache a batch needs, from the model's config (no weights loaded),
+    against what the device has free; batches are cut to a token budget (half the free memory
+    after the weights, or ``+llm.batch_tokens``), so this says how many rows of a long prompt fit."""
+    if llm_cfg.get("backend", "hf") != "hf":
+        return []
+    from clag.llm.hf import resolve_device_dtype
+    from clag.llm.models import ModelFileError, model_location
+    from clag.llm.token_budget import free_memory, kv_bytes_per_token, token_budget
+
+    name = f"hf memory {llm_cfg.get('name')}"
+    try:
+        config = _model_config(model_location(llm_cfg))
+    except (ModelFileError, OSError, ValueError) as exc:
+        return [Check(name, "warn", f"cannot read the model's config offline ({str(exc).splitlines()[0]})")]
+    device, dtype = resolve_device_dtype(str(llm_cfg.get("device", "auto")),
+                                         str(llm_cfg.get("dtype", "auto")))
+    per_token = kv_bytes_per_token(config, 4 if dtype == "float32" else 2)
+    rows = int(llm_cfg.get("batch_size", 4))
+    window = int(llm_cfg.get("max_context") or getattr(config, "max_position_embeddings", 0) or 32768)
+    long_prompt = min(window, 8_000)               # a CLAG answer prompt with its output
+    need = rows * long_prompt * per_token
+    free = free_memory(device)
+    budget = int(llm_cfg["batch_tokens"]) if llm_cfg.get("batch_tokens") else (
+        token_budget(free, per_token) if free else None)
+    fit = f"{budget // long_prompt} row(s) of {long_prompt:,} tokens per batch" if budget else "no budget"
+    free_gib = free / 2**30 if free else 0.0
+    detail = (f"{per_token / 1024:.0f} KiB of KV cache per token ({dtype} on {device}); batch_size {rows} × "
+              f"{long_prompt:,} tokens would need {need / 2**30:.1f} GiB; {free_gib:.1f} GiB free now; "
+              f"token budget {budget or 'none'}: {fit}")
+    return [Check(name, "ok" if budget is None or rows * long_prompt <= budget else "warn", detail)]
+
+
+def _model_config(location: str) -> Any:
+    from transformers import AutoConfig
+
+    path = Path(location)
+    if path.suffix == ".gguf":
+        return AutoConfig.from_pretrained(str(path.parent), gguf_file=path.name)
+    return AutoConfig.from_pretrained(location)
+
+
 def disk(path: Path) -> list[Check]:
     free = shutil.disk_usage(path if path.exists() else Path.cwd()).free / 2**30
     return [Check("disk", "ok" if free > 2 else "warn", f"{free:.1f} GiB free for results and caches")]
@@ -130,4 +172,4 @@ def run_checks(compose: Callable[[list[str]], dict[str, Any]], overrides: list[s
     cfg = compose(overrides)
     llm_cfg = cfg.get("llm") or {}
     return (packages() + models(llm_cfg) + data(compose, overrides) + accelerator() + server(llm_cfg)
-            + disk(Path(cfg.get("results_root", "results"))))
+            + hf_memory(llm_cfg) + disk(Path(cfg.get("results_root", "results"))))

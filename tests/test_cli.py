@@ -106,6 +106,8 @@ def test_doctor_reports_what_is_ready_and_what_to_fix(data_root, tmp_path):
     ready = cli("doctor", data_root=data_root)
     assert "ok    data bioasq" in ready.stdout and "ok    llm smollm2-135m" in ready.stdout
     assert ready.stdout.strip().endswith("0 problem(s) to fix")
+    memory = next(line for line in ready.stdout.splitlines() if "hf memory smollm2-135m" in line)
+    assert "45 KiB of KV cache per token (float32 on cpu)" in memory and "token budget" in memory
     broken = cli("doctor", f"data.root={tmp_path}", "llm.path=/nowhere.gguf", check=False)
     assert broken.returncode == 1
     assert "FAIL  data locomo" in broken.stdout and "FAIL  llm smollm2-135m" in broken.stdout

@@ -116,6 +116,7 @@ class HFBackend:
         model_cache: str | None = None,
         max_context: int | None = None,
         revision: str | None = None,
+        token_budget: int | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -146,6 +147,16 @@ class HFBackend:
         self.model_id = hf_model_id(source_id, label, prompt_format, self.policy, self.dtype)
         window = getattr(self.model.config, "max_position_embeddings", 0) or 32768
         self.max_context = int(max_context or window)
+        from clag.llm.token_budget import free_memory, kv_bytes_per_token
+        from clag.llm.token_budget import token_budget as budget_for
+
+        #: KV cache per token, and the tokens (rows × padded length) one batch may hold: given, or
+        #: half the memory free once the weights are in (the ledger reports both)
+        dtype_bytes = torch.finfo(getattr(torch, dtype)).bits // 8
+        self.kv_bytes_per_token = kv_bytes_per_token(self.model.config, dtype_bytes)
+        free = None if token_budget else free_memory(self.device)
+        self.token_budget = int(token_budget) if token_budget else (
+            budget_for(free, self.kv_bytes_per_token) if free else None)
         #: benchmarks only: unconstrained rows decode exactly max_tokens (end tokens suppressed)
         self.fixed_length = False
         self._compiler: Any = None
@@ -205,22 +216,29 @@ class HFBackend:
         groups: dict[str, list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             groups[json.dumps([r.temperature, r.json_schema])].append(i)   # property order counts
+        from clag.llm.token_budget import plan_batches
+
         out: list[Completion | None] = [None] * len(requests)
         for indices in groups.values():
-            for start in range(0, len(indices), self.batch_size):
-                chunk = indices[start:start + self.batch_size]
-                for i, completion in zip(chunk, self._generate_batch([requests[i] for i in chunk])):
+            ids = [self.tokenizer(self.render(requests[i]), add_special_tokens=False)["input_ids"]
+                   for i in indices]
+            news = [requests[i].max_tokens for i in indices]
+            kept = [min(len(row), max(1, self.max_context - new)) for row, new in zip(ids, news)]
+            for batch in plan_batches(kept, news, self.batch_size, self.token_budget):
+                chunk = [indices[j] for j in batch]
+                done = self._generate_batch([requests[i] for i in chunk], [ids[j] for j in batch])
+                for i, completion in zip(chunk, done):
                     out[i] = completion
         return [c for c in out if c is not None]
 
-    def _generate_batch(self, batch: list[Request]) -> list[Completion]:
+    def _generate_batch(self, batch: list[Request], ids: list[list[int]]) -> list[Completion]:
+        """One padded ``generate`` for ``batch`` (its prompts' token ids given)."""
         import torch
 
         max_new = max(r.max_tokens for r in batch)
         # a prompt longer than the context window keeps its end (the question and the
         # instructions come last in every prompt here), and the completion says so
         budget = max(1, self.max_context - max_new)
-        ids = [self.tokenizer(self.render(r), add_special_tokens=False)["input_ids"] for r in batch]
         cut = [len(row) > budget for row in ids]
         enc = self.tokenizer.pad({"input_ids": [row[-budget:] for row in ids]}, return_tensors="pt")
         enc = {k: v.to(self.device) for k, v in enc.items()}

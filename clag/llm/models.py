@@ -127,7 +127,8 @@ class HFKind(BackendKind):
                              device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "auto"),
                              batch_size=int(cfg.get("batch_size", 4)), policy=DecodingPolicy.from_config(cfg),
                              threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
-                             max_context=cfg.get("max_context"), revision=hub_revision(cfg))
+                             max_context=cfg.get("max_context"), revision=hub_revision(cfg),
+                             token_budget=cfg.get("batch_tokens"))
         except OSError as exc:
             raise ModelFileError(
                 f"could not load model {location!r} ({str(exc).splitlines()[0]}); without a model hub, "
@@ -379,4 +380,7 @@ def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, An
         loaded = getattr(backend, "loaded_revision", None)
         if loaded:
             report["loaded_revision"] = loaded
+        if getattr(backend, "token_budget", None):    # hf: what one padded batch may hold
+            report["batch_token_budget"] = backend.token_budget
+            report["kv_bytes_per_token"] = backend.kv_bytes_per_token
     return report
