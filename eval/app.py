@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ def execute(cfg: DictConfig) -> Path:
     from eval.runner import run_dataset, write_status
     from eval.scoring import format_summary
 
+    cpu_started = time.process_time()
     resolved = OmegaConf.to_container(cfg, resolve=True)
     from eval.tracking import check_logger
 
@@ -104,12 +106,21 @@ def execute(cfg: DictConfig) -> Path:
     if failed:
         write_status(run_dir, "failed", error=failed)
         raise UserFacingError(f"{failed} ({run_dir})")
-    write_status(run_dir, "complete")
+    write_status(run_dir, "complete", **process_cost(cpu_started))
     print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))
     print(summary_line(report))
     print(f"run directory: {run_dir}")
     return run_dir
+
+
+def process_cost(cpu_started: float) -> dict[str, float]:
+    """This run's CPU seconds (every thread of the process: the harness, and an in-process model)
+    and the process's peak resident memory so far, for ``status.json`` and the benchmarks."""
+    import resource
+
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss      # KiB on Linux
+    return {"cpu_s": round(time.process_time() - cpu_started, 2), "peak_rss_mib": round(peak_kib / 1024, 1)}
 
 
 def _subset_text(data_cfg: dict) -> str:
