@@ -241,3 +241,39 @@ def test_a_one_slot_server_gives_a_request_the_same_reply_whatever_came_before(t
         stop_all()
     assert all(text for text in replies[0]), replies
     assert replies[0] == replies[1]
+
+
+@pytest.mark.slow
+def test_a_sigkilled_and_resumed_one_slot_server_run_writes_the_uninterrupted_runs_predictions(
+        tmp_path: Path, data_root: Path) -> None:
+    """The documented bit-exact server path, end to end: A-mem on a LoCoMo slice (12 turns, 3
+    questions) through llama-server with one slot; one run uninterrupted, one SIGKILLed half way
+    (its server dies with it) and resumed into the same directory, each with its own cache."""
+    _binary()
+
+    def args(root: Path) -> list[str]:
+        return [sys.executable, "-m", "eval", "run", "method=amem", "data=locomo", "data.subset.samples=1",
+                "data.subset.turns=12", "data.subset.questions_per_sample=3", *SMOL, "llm.server_slots=1",
+                "llm.threads=1", f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}",
+                f"llm.cache_path={root / 'c.sqlite'}", "progress=false"]
+
+    env = dict(os.environ, CLAG_BENCH_DATA=str(data_root), HF_HUB_OFFLINE="1")
+    started = time.monotonic()
+    whole = subprocess.run(args(tmp_path / "whole"), cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=1200)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    duration = time.monotonic() - started
+    killed = subprocess.Popen(args(tmp_path / "killed"), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    time.sleep(duration / 2)
+    assert killed.poll() is None, "the run ended before it could be killed"
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    resumed = subprocess.run(args(tmp_path / "killed"), cwd=REPO, env=env, capture_output=True, text=True,
+                             timeout=1200)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming the interrupted run" in resumed.stdout
+    [first] = (tmp_path / "whole" / "runs").glob("*/*/*/*/predictions.jsonl")
+    [second] = (tmp_path / "killed" / "runs").glob("*/*/*/*/predictions.jsonl")
+    assert second.read_bytes() == first.read_bytes()
+    assert len(first.read_text().splitlines()) == 3
