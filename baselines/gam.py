@@ -47,7 +47,7 @@ from clag.embed import Embedder
 from clag.index import VectorIndex
 from clag.llm.client import LLMClient
 from clag.llm.types import Completion, Request
-from clag.types import Question, Retrieval, Turn
+from clag.types import MemorySystem, Question, Retrieval, Turn
 
 STRUCTURED_OUTPUT = ("schema", "text")
 PAGE_FORMATS = ("auto", "dialogue", "document")
@@ -140,7 +140,7 @@ class GAMOptions:
             raise ValueError("max_iters, max_page_words and evidence_budget_words must be positive")
 
 
-class GAMMemory:
+class GAMMemory(MemorySystem):
     #: retrieval reads memory only, so a stream's questions may run concurrently
     concurrent_reads = True
     #: its templates for the health report's placeholder list

@@ -51,7 +51,7 @@ from baselines import memoryos_prompts as prompts
 from clag.embed import Embedder
 from clag.llm.client import LLMClient
 from clag.llm.types import Request
-from clag.types import Question, Retrieval, Turn
+from clag.types import MemorySystem, Question, Retrieval, Turn
 
 STRUCTURED_OUTPUT = ("schema", "text")
 SUMMARY_INPUTS = ("user", "both")
@@ -146,7 +146,7 @@ class MemoryOSOptions:
             raise ValueError("short_term_capacity and mid_term_capacity must be at least 1")
 
 
-class MemoryOSMemory:
+class MemoryOSMemory(MemorySystem):
     #: retrieval raises segment visits and access counts, so questions run in order, one at a time
     concurrent_reads = False
     #: its templates (and its answer step's) for the health report's placeholder list

@@ -18,7 +18,7 @@ from rank_bm25 import BM25Okapi
 
 from clag.embed import Embedder
 from clag.index import VectorIndex
-from clag.types import Question, Retrieval, Turn
+from clag.types import MemorySystem, Question, Retrieval, Turn
 
 RETRIEVERS = ("dense", "bm25", "hybrid")
 _WORD = re.compile(r"\w+")
@@ -41,7 +41,7 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> list[int]:
     return sorted(scores, key=lambda item: (-scores[item], item))
 
 
-class RAGMemory:
+class RAGMemory(MemorySystem):
     #: retrieval reads memory only, so a stream's questions may run concurrently
     concurrent_reads = True
 

@@ -31,7 +31,7 @@ from clag.prompts import (
     keywords_schema,
     neighbour_line,
 )
-from clag.types import Question, Retrieval, Turn
+from clag.types import MemorySystem, Question, Retrieval, Turn
 
 #: what the global index embeds for a note, by reference version (baselines.md §2.2)
 GLOBAL_DOC_FORMATS = ("repo_2025_07", "paper_2025_05")
@@ -78,7 +78,7 @@ def _as_str_list(value: Any) -> list[str]:
     return []
 
 
-class NoteMemory:
+class NoteMemory(MemorySystem):
     """A-mem's ingest/retrieve cycle; CLAG overrides the neighbour search, commit and search steps.
 
     ``link_limit`` caps the linked notes appended per retrieved note (A-mem's reference loop

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from clag.prompt_sets import PromptSet
+from clag.types import MemorySystem
 
 SENTINEL = "\u241f"                      # SYMBOL FOR UNIT SEPARATOR: in no template
 QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
@@ -88,13 +89,10 @@ def placeholders(prompts: PromptSet) -> dict[str, list[str]]:
     return {tag: shown_values(renders) for tag, renders in template_renders(prompts).items()}
 
 
-def method_placeholders(memory_class: type) -> dict[str, list[str]]:
+def method_placeholders(memory_class: type[MemorySystem]) -> dict[str, list[str]]:
     """``{call tag: values}`` for a memory system's own calls, from its ``prompt_templates``
     (a function of the sentinel giving each tag's renders); empty for one without."""
-    renders = getattr(memory_class, "prompt_templates", None)
-    if renders is None:
-        return {}
-    return {tag: shown_values(texts) for tag, texts in renders(SENTINEL).items()}
+    return {tag: shown_values(texts) for tag, texts in memory_class.prompt_templates(SENTINEL).items()}
 
 
 def reply_values(reply: Any) -> list[str]:

@@ -58,6 +58,8 @@ class ClusterCandidate:
 
 class PromptSet(Protocol):
     name: str
+    #: the files the templates were read from (the ledger names them); none for this project's own
+    files: tuple[Path, ...]
 
     @property
     def identity(self) -> str: ...
@@ -109,6 +111,7 @@ class OwnPrompts:
     """This project's wording (:mod:`clag.prompts`)."""
 
     name = "own"
+    files: tuple[Path, ...] = ()
 
     @property
     def identity(self) -> str:

@@ -11,13 +11,21 @@ resolved config and returning a :class:`MethodRun`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clag.types import MemorySystem, Sample
 from eval.method_run import Answer, Answerer, MethodRun
 
-__all__ = ["Answer", "Answerer", "MethodBuilder", "MethodRun", "build_method", "build_standard"]
+if TYPE_CHECKING:         # the run's heavy modules load when a run builds its method, not on import
+    from clag.embed import Embedder
+    from clag.llm.client import LLMClient
+    from clag.llm.ledger import Ledger
+    from clag.prompt_sets import PromptSet
+
+__all__ = ["Answer", "Answerer", "MethodBuilder", "MethodRun", "RunResources", "build_method",
+           "build_standard"]
 
 
 MethodBuilder = Callable[[Mapping[str, Any]], MethodRun]
@@ -68,18 +76,26 @@ def _accepted_kwargs(target: str, offered: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in offered.items() if k in params}
 
 
-def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
-    """A memory system from ``method.memory`` (Hydra ``_target_``) + the paper's answer step.
+@dataclass
+class RunResources:
+    """What every memory of a run shares: one LLM client (cache, ledger, request shape), one
+    embedder, the prompt set, and the answer step."""
 
-    Shared per run: one LLM client (cache + ledger), one embedder; a fresh memory per stream.
-    """
-    from hydra.utils import get_class, instantiate
+    client: LLMClient
+    ledger: Ledger
+    embedder: Embedder | None
+    prompts: PromptSet
+    answerer: Answerer
+    profile: dict[str, Any]
+
+
+def run_resources(cfg: Mapping[str, Any]) -> RunResources:
+    """The run's shared resources, built once from the resolved config."""
+    from hydra.utils import instantiate
 
     from clag.embed import Embedder
-    from clag.llm.calllog import CallLog
     from clag.llm.ledger import Ledger
-    from clag.llm.models import backend_kind, build_client, decoding_report
-    from clag.placeholders import method_placeholders, placeholders
+    from clag.llm.models import build_client
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
     from eval.prompt_source import build_prompt_set, build_request_shape
@@ -92,60 +108,97 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
     client = build_client(cfg["llm"], run_seed=int(cfg["seed"]), ledger=ledger,
                           micro_batch=concurrency if concurrent else None, progress=bool(cfg.get("progress")))
     client.prefetch_chunk = int((cfg.get("batching") or {}).get("prefetch_chunk", client.prefetch_chunk))
-    embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
     profile = dict(cfg.get("profile") or {})
-    prompt_set = build_prompt_set(profile, cfg.get("data"))
+    prompts = build_prompt_set(profile, cfg.get("data"))
     client.request_shape = build_request_shape(profile, cfg.get("data"))
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
     else:
-        answerer = PaperAnswerer(client, seed=int(cfg["seed"]), prompts=prompt_set, **cfg["answer"])
+        answerer = PaperAnswerer(client, seed=int(cfg["seed"]), prompts=prompts, **cfg["answer"])
+    embedder = Embedder(**cfg["embedder"]) if cfg.get("embedder") else None
+    return RunResources(client, ledger, embedder, prompts, answerer, profile)
+
+
+def memory_factory(cfg: Mapping[str, Any], resources: RunResources
+                   ) -> tuple[Callable[[Sample], MemorySystem], MemorySystem, bool]:
+    """A fresh memory per stream (Hydra's ``_target_`` with the file's keys and the resources its
+    constructor names), one built now so a bad option fails before any run directory exists,
+    and whether the run's prompt set is the one its calls use."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    from eval.errors import ConfigError
+
     memory_cfg = dict(cfg["method"]["memory"])
     shared = _accepted_kwargs(memory_cfg["_target_"], {
-        "embedder": embedder, "llm": client, "content_format": cfg["data"].get("content_format", "reference"),
-        "seed": int(cfg["seed"]), "prompts": prompt_set})
-    # GAM's and MemoryOS's own calls keep this project's wording under every profile: their
-    # references are other repositories, not the CLAG files the reference prompt set reads
-    uses_prompt_set = "prompts" in shared or not cfg["method"].get("answerer")
-    prompt_identity = prompt_set.identity if uses_prompt_set else None
+        "embedder": resources.embedder, "llm": resources.client, "seed": int(cfg["seed"]),
+        "content_format": cfg["data"].get("content_format", "reference"), "prompts": resources.prompts})
 
     def make_memory(sample: Sample) -> MemorySystem:
         return instantiate(memory_cfg, **shared)
 
-    # one memory now, so a bad method option fails before any run directory exists
-    from hydra.errors import InstantiationException
-
     try:
-        make_memory(None)  # type: ignore[arg-type]
+        probe = make_memory(None)  # type: ignore[arg-type]
     except InstantiationException as exc:
         cause = exc.__cause__ or exc
         raise ConfigError(f"method {cfg['method']['name']!r}: {cause}") from None
+    if not isinstance(probe, MemorySystem):
+        raise ConfigError(f"method {cfg['method']['name']!r}: {memory_cfg['_target_']} is not a "
+                          "clag.types.MemorySystem (subclass it: docs/methods.md)")
+    # GAM's and MemoryOS's own calls keep this project's wording under every profile: their
+    # references are other repositories, not the CLAG files the reference prompt set reads
+    uses_prompt_set = "prompts" in shared or not cfg["method"].get("answerer")
+    return make_memory, probe, uses_prompt_set
 
-    def ledger_report() -> dict[str, Any]:
-        report = {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
-                  "profile": profile.get("name"), "request_shape": client.request_shape.to_dict(),
-                  "prompt_set": prompt_identity,
-                  "prompt_files": ([str(f) for f in getattr(prompt_set, "files", ())]
-                                   if uses_prompt_set else []),
-                  "decoding": decoding_report(cfg["llm"], client.backend), **ledger.to_dict()}
-        from clag.llm.llama_server import running_servers
 
-        servers = running_servers()
-        if servers:     # llm.server=auto: the engine behind the requests, and where its log is
-            report["servers"] = [{"command": s.spec.command(s.port)[1:], "log": str(s.log_path),
-                                  "startup_s": round(s.started_s, 2)} for s in servers]
-        sizes = list(getattr(client.backend, "batch_sizes", ()))
-        if sizes:       # what the micro-batcher merged (backend calls, requests per call)
-            report["micro_batches"] = {"backend_calls": len(sizes), "requests": sum(sizes),
-                                       "max_batch": max(sizes)}
-        return report
+def engine_report(client: LLMClient) -> dict[str, Any]:
+    """What served the requests beyond the model id: servers this process started (command, log,
+    start-up time) and what the micro-batcher merged."""
+    from clag.llm.batcher import MicroBatcher
+    from clag.llm.llama_server import running_servers
+
+    report: dict[str, Any] = {}
+    servers = running_servers()
+    if servers:     # llm.server=auto: the engine behind the requests, and where its log is
+        report["servers"] = [{"command": s.spec.command(s.port)[1:], "log": str(s.log_path),
+                              "startup_s": round(s.started_s, 2)} for s in servers]
+    if isinstance(client.backend, MicroBatcher) and client.backend.batch_sizes:
+        sizes = client.backend.batch_sizes
+        report["micro_batches"] = {"backend_calls": len(sizes), "requests": sum(sizes),
+                                   "max_batch": max(sizes)}
+    return report
+
+
+def ledger_report(cfg: Mapping[str, Any], resources: RunResources, uses_prompt_set: bool) -> dict[str, Any]:
+    """``ledger.json``: the model, profile, request shape, prompt set and decoding beside the counts."""
+    from clag.llm.models import decoding_report
+
+    client, prompts = resources.client, resources.prompts
+    return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
+            "profile": resources.profile.get("name"), "request_shape": client.request_shape.to_dict(),
+            "prompt_set": prompts.identity if uses_prompt_set else None,
+            "prompt_files": [str(f) for f in prompts.files] if uses_prompt_set else [],
+            "decoding": decoding_report(cfg["llm"], client.backend), **resources.ledger.to_dict(),
+            **engine_report(client)}
+
+
+def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
+    """A memory system from ``method.memory`` (Hydra ``_target_``) + the paper's answer step:
+    resources → memories → the runner's view of them."""
+    from clag.llm.calllog import CallLog
+    from clag.llm.models import backend_kind
+    from clag.placeholders import method_placeholders, placeholders
+
+    resources = run_resources(cfg)
+    make_memory, probe, uses_prompt_set = memory_factory(cfg, resources)
+    client = resources.client
 
     def record_calls(path: Path) -> None:
         client.call_log = CallLog(path)
 
-    return MethodRun(make_memory, answerer, ledger_report, client.scope,
-                     bool(cfg.get("batching", {}).get("prefetch_ingest", False)),
+    return MethodRun(make_memory, resources.answerer, lambda: ledger_report(cfg, resources, uses_prompt_set),
+                     client.scope, bool(cfg.get("batching", {}).get("prefetch_ingest", False)),
                      record_calls=record_calls,
-                     check_llm=lambda: backend_kind(cfg["llm"]).preflight(cfg["llm"], client.request_shape),
-                     placeholders={**(placeholders(prompt_set) if uses_prompt_set else {}),
-                                   **method_placeholders(get_class(memory_cfg["_target_"]))})
+                     placeholders={**(placeholders(resources.prompts) if uses_prompt_set else {}),
+                                   **method_placeholders(type(probe))},
+                     check_llm=lambda: backend_kind(cfg["llm"]).preflight(cfg["llm"], client.request_shape))

@@ -12,7 +12,7 @@ byte for byte what an uninterrupted one writes; wall-clock timings go to ``timin
 
 Concurrency (``concurrency.streams``, ``concurrency.questions``): streams run in threads, and so
 do the questions of a stream when its memory is read-only at question time
-(``memory.concurrent_reads``). Seeds are scoped per stream and per question, so the answers are
+(``MemorySystem.concurrent_reads``). Seeds are scoped per stream and per question, so the answers are
 those of the one-at-a-time path; a stream's rows are committed in question order, and the file is
 put back in dataset order at the end.
 """
@@ -62,7 +62,7 @@ def prepare_memory(sample: Sample, method: MethodRun, snapshot: Path | None,
             return memory, {**meta, "restored_from_snapshot": True}
     started = time.perf_counter()
     with method.scope(f"ingest:{sample.id}"):
-        if method.prefetch_ingest and hasattr(memory, "prefetch"):
+        if method.prefetch_ingest:
             memory.prefetch(sample.turns)
         for turn in tqdm(sample.turns, desc=f"ingest {sample.id}", disable=not progress, leave=False):
             memory.ingest(turn)
@@ -112,7 +112,7 @@ def answer_stream(sample: Sample, memory: MemorySystem, method: MethodRun, done:
     threads, so their calls of each stage reach the (micro-batched) backend together."""
     pending = [q for q in sample.questions if (sample.id, q.id) not in done]
     bar = tqdm(total=len(pending), desc=f"answer {sample.id}", disable=not progress, leave=False)
-    if workers > 1 and getattr(memory, "concurrent_reads", False) and len(pending) > 1:
+    if workers > 1 and memory.concurrent_reads and len(pending) > 1:
         with interruptible_pool(workers, f"q-{sample.id}") as pool:
             results = pool.map(lambda q: answer_question(sample, q, memory, method), pending)
             for row, timing in results:               # in question order, each as soon as it is ready

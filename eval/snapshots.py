@@ -1,9 +1,10 @@
 """Memory snapshots: a finished stream's memory is saved once and restored on a resumed run.
 
-A snapshot is the memory system's state without its shared resources (the embedding model and
-the LLM client), pickled to ``<snapshot_dir>/<config hash>/<stream>.pkl`` atomically. Restoring
-builds a fresh memory with the run's resources and loads the state into it, so ingestion is
-skipped entirely (no LLM call, no embedding).
+A snapshot is the memory system's :meth:`~clag.types.MemorySystem.snapshot_state` (everything
+but its shared resources: the embedding model and the LLM client), pickled to
+``<snapshot_dir>/<config hash>/<stream>.pkl`` atomically. Restoring builds a fresh memory with the
+run's resources and loads the state into it, so ingestion is skipped entirely (no LLM call, no
+embedding).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-#: attributes that hold shared resources, never pickled (rebuilt by the method's factory)
-RESOURCE_ATTRS = frozenset({"embedder", "llm"})
+from clag.types import MemorySystem
 
 
 def snapshot_path(root: Path, config_hash: str, sample_id: str) -> Path:
@@ -24,8 +24,8 @@ def snapshot_path(root: Path, config_hash: str, sample_id: str) -> Path:
     return root / config_hash / f"{safe}.pkl"
 
 
-def save(memory: Any, path: Path, meta: dict[str, Any]) -> None:
-    state = {k: v for k, v in vars(memory).items() if k not in RESOURCE_ATTRS}
+def save(memory: MemorySystem, path: Path, meta: dict[str, Any]) -> None:
+    state = memory.snapshot_state()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "wb") as handle:
@@ -45,7 +45,7 @@ def code_version() -> str:
     return f"{package_versions(('clag-bench',)).get('clag-bench')}:{state['commit']}:{state['dirty']}"
 
 
-def restore(fresh: Any, path: Path) -> dict[str, Any] | None:
+def restore(fresh: MemorySystem, path: Path) -> dict[str, Any] | None:
     """Load a snapshot into ``fresh`` (same class, same code); returns its meta, or None when unusable."""
     try:
         with path.open("rb") as handle:
@@ -54,5 +54,5 @@ def restore(fresh: Any, path: Path) -> dict[str, Any] | None:
         return None
     if payload.get("class") != type(fresh).__qualname__ or payload.get("code") != code_version():
         return None
-    vars(fresh).update(payload["state"])
+    fresh.load_snapshot_state(payload["state"])
     return payload["meta"]

@@ -5,14 +5,14 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from clag.types import Retrieval
+from clag.types import MemorySystem, Retrieval
 from eval.app import execute
 from eval.cli import compose
 from eval.methods import Answer, MethodRun
 from eval.scoring import read_predictions, score_rows
 
 
-class OverlapMemory:
+class OverlapMemory(MemorySystem):
     """Ranks stored turns by word overlap with the question: deterministic and LLM-free."""
 
     def __init__(self):

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from clag.types import Question, Retrieval, Turn
+from clag.types import MemorySystem, Question, Retrieval, Turn
 
 
-class WordOverlapMemory:
+class WordOverlapMemory(MemorySystem):
     def __init__(self, k: int = 10) -> None:
         self.k = k
         self.turns: list[Turn] = []
 
     def ingest(self, turn: Turn) -> None:
         self.turns.append(turn)
-
-    def finalize(self) -> None:
-        pass
 
     def retrieve(self, question: Question) -> Retrieval:
         words = set(question.text.lower().split())
