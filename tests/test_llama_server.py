@@ -254,7 +254,7 @@ def test_a_sigkilled_and_resumed_one_slot_server_run_writes_the_uninterrupted_ru
     def args(root: Path) -> list[str]:
         return [sys.executable, "-m", "eval", "run", "method=amem", "data=locomo", "data.subset.samples=1",
                 "data.subset.turns=8", "data.subset.questions_per_sample=2", *SMOL, "llm.server_slots=1",
-                f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}",
+                "llm.threads=1", f"results_root={root / 'runs'}", f"snapshot_dir={root / 'snap'}",
                 f"llm.cache_path={root / 'c.sqlite'}", "progress=false"]
 
     env = dict(os.environ, CLAG_BENCH_DATA=str(data_root), HF_HUB_OFFLINE="1")
