@@ -177,9 +177,22 @@ def ledger_report(cfg: Mapping[str, Any], resources: RunResources, uses_prompt_s
     return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
             "profile": resources.profile.get("name"), "request_shape": client.request_shape.to_dict(),
             "prompt_set": prompts.identity if uses_prompt_set else None,
-            "prompt_files": [str(f) for f in prompts.files] if uses_prompt_set else [],
+            "prompt_files": [portable_path(f, cfg.get("data") or {}) for f in prompts.files]
+            if uses_prompt_set else [],
             "decoding": decoding_report(cfg["llm"], client.backend), **resources.ledger.to_dict(),
             **engine_report(client)}
+
+
+def portable_path(path: Path, data_cfg: Mapping[str, Any]) -> str:
+    """A file under the data root as ``<data root>/…`` (records stay the same on any machine and
+    name no local folder); any other file as it is."""
+    from eval.data.sources import data_root
+    from eval.errors import DataError
+
+    try:
+        return f"<data root>/{Path(path).resolve().relative_to(data_root(data_cfg.get('root')).resolve())}"
+    except (ValueError, OSError, DataError):     # not under the root, or no root to be under
+        return str(path)
 
 
 def build_standard(cfg: Mapping[str, Any]) -> MethodRun:

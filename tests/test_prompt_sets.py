@@ -160,6 +160,9 @@ def test_a_reference_profile_run_reads_the_pinned_files_and_its_ledger_names_the
     ledger = json.loads((run_dir / "ledger.json").read_text())
     assert ledger["profile"] == "reference" and ledger["prompt_set"].startswith("reference:")
     assert [p.rsplit("/", 1)[-1] for p in ledger["prompt_files"]] == ["CLAG_memory.py", "test_CLAG.py"]
+    # named under the data root, so committed records name no folder of the machine that ran them
+    assert all(p.startswith("<data root>/clag_reference/") for p in ledger["prompt_files"])
+    assert str(data_root) not in (run_dir / "ledger.json").read_text()
     first = json.loads((run_dir / "predictions.jsonl").read_text().splitlines()[0])
     assert "write an answer in the form of a short phrase" in first["answer_debug"]["prompt"] or \
         "LIST question" in first["answer_debug"]["prompt"]
