@@ -43,7 +43,7 @@ class RequestBudget:
     calls the backend (streams, questions, prefetch chunks) takes a permit before it sends, so a
     server sees at most ``size`` requests from this process and a request's timeout starts when it
     is sent, never while it waits behind the process's own other requests. ``peak`` is the most
-    that were ever in flight at once (for the ledger and the benchmarks)."""
+    that were ever in flight at once (read by the tests; not yet in the ledger)."""
 
     def __init__(self, size: int) -> None:
         self.size = max(1, int(size))
