@@ -155,5 +155,7 @@ def test_one_request_budget_per_server_for_the_whole_process_and_timeouts_start_
             thread.join()
     finally:
         server.close()
-    assert server.peak <= 2 and backends[0].budget.peak == 2
+    # the client side holds at most 2; the server counts a request until its handler returns, a
+    # moment after the client already has the reply and may send the next (so +1, never the old 9)
+    assert backends[0].budget.peak == 2 and server.peak <= 3
     assert outcomes.count("error") == 0 and len(outcomes) == 12
