@@ -15,8 +15,22 @@ Reference details kept, each a named option in ``configs/method/amem.yaml``:
 
 from __future__ import annotations
 
-from clag.notes import NoteMemory
+from dataclasses import dataclass
+from typing import ClassVar
+
+from clag.notes import NoteMemory, NoteOptions
+
+
+@dataclass(frozen=True)
+class AMemOptions(NoteOptions):
+    """The note machinery's options with the A-mem reference's values as defaults."""
+
+    keyword_separator: str = "cosmos"
+    link_limit: int = 11
+    context_separator: str = ""
 
 
 class AMemMemory(NoteMemory):
     """A-mem is the shared note machinery with its global-only neighbour and search steps."""
+
+    options_class: ClassVar[type[NoteOptions]] = AMemOptions

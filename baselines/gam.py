@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -146,8 +146,11 @@ class GAMMemory(MemorySystem):
     #: its templates for the health report's placeholder list
     prompt_templates = staticmethod(prompts.template_renders)
 
+    #: the constructor's schema: the YAML file's keys, checked once into ``self.options``
+    options_class: ClassVar[type[GAMOptions]] = GAMOptions
+
     def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
-        self.options = GAMOptions(**options)
+        self.options = self.options_class(**options)
         self._schemas = self.options.structured_output == "schema"     # JSON schemas on the calls
         self.llm = llm
         self.embedder = embedder

@@ -43,7 +43,7 @@ import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -152,8 +152,11 @@ class MemoryOSMemory(MemorySystem):
     #: its templates (and its answer step's) for the health report's placeholder list
     prompt_templates = staticmethod(prompts.template_renders)
 
+    #: the constructor's schema: the YAML file's keys, checked once into ``self.options``
+    options_class: ClassVar[type[MemoryOSOptions]] = MemoryOSOptions
+
     def __init__(self, llm: LLMClient, embedder: Embedder, **options: Any) -> None:
-        self.options = MemoryOSOptions(**options)
+        self.options = self.options_class(**options)
         self.llm = llm
         self.embedder = embedder
 

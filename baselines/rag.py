@@ -11,7 +11,8 @@ reciprocal rank (RRF).
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -41,22 +42,33 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = 60) -> list[int]:
     return sorted(scores, key=lambda item: (-scores[item], item))
 
 
+@dataclass(frozen=True)
+class RAGOptions:
+    """RAG's options (configs/method/rag.yaml): the constructor's schema, checked once here."""
+
+    k: int = 10                     # memories retrieved per question (retrieve_k)
+    retriever: str = "dense"
+    rrf_k: int = 60                 # reciprocal-rank-fusion constant (hybrid)
+    fusion_depth: int = 100         # each ranking's depth before fusion (hybrid)
+
+    def __post_init__(self) -> None:
+        if self.retriever not in RETRIEVERS:
+            raise ValueError(f"retriever must be one of {RETRIEVERS}, not {self.retriever!r}")
+
+
 class RAGMemory(MemorySystem):
     #: retrieval reads memory only, so a stream's questions may run concurrently
     concurrent_reads = True
 
-    def __init__(self, embedder: Embedder | None, k: int = 10, retriever: str = "dense",
-                 content_format: str = "reference", rrf_k: int = 60, fusion_depth: int = 100) -> None:
-        if retriever not in RETRIEVERS:
-            raise ValueError(f"retriever must be one of {RETRIEVERS}, not {retriever!r}")
-        if retriever != "bm25" and embedder is None:
-            raise ValueError(f"retriever {retriever!r} needs an embedder")
+    #: the constructor's schema: the YAML file's keys, checked once into ``self.options``
+    options_class: ClassVar[type[RAGOptions]] = RAGOptions
+
+    def __init__(self, embedder: Embedder | None, content_format: str = "reference", **options: Any) -> None:
+        self.options = self.options_class(**options)
+        if self.options.retriever != "bm25" and embedder is None:
+            raise ValueError(f"retriever {self.options.retriever!r} needs an embedder")
         self.embedder = embedder
-        self.k = k
-        self.retriever = retriever
         self.content_format = content_format
-        self.rrf_k = rrf_k
-        self.fusion_depth = fusion_depth
         self.turns: list[Turn] = []
         self.contents: list[str] = []
         self._index: VectorIndex | None = None
@@ -74,11 +86,11 @@ class RAGMemory(MemorySystem):
         """Index everything ingested so far in one batch (embedding per turn would be slower)."""
         if self._built_for == len(self.contents):
             return
-        if self.retriever in ("dense", "hybrid"):
+        if self.options.retriever in ("dense", "hybrid"):
             assert self.embedder is not None
             self._index = VectorIndex(self.embedder.dim, "cosine")
             self._index.add(range(len(self.contents)), self.embedder.encode(self.contents))
-        if self.retriever in ("bm25", "hybrid") and self.contents:
+        if self.options.retriever in ("bm25", "hybrid") and self.contents:
             self._bm25 = BM25Okapi([bm25_tokens(c) for c in self.contents])
         self._built_for = len(self.contents)
 
@@ -97,18 +109,18 @@ class RAGMemory(MemorySystem):
     def retrieve(self, question: Question) -> Retrieval:
         self._build()
         if not self.contents:
-            return Retrieval([], "", {"retriever": self.retriever})
-        if self.retriever == "dense":
-            ranked = self._dense(question.text, self.k)
-        elif self.retriever == "bm25":
-            ranked = self._sparse(question.text, self.k)
+            return Retrieval([], "", {"retriever": self.options.retriever})
+        if self.options.retriever == "dense":
+            ranked = self._dense(question.text, self.options.k)
+        elif self.options.retriever == "bm25":
+            ranked = self._sparse(question.text, self.options.k)
         else:
-            depth = max(self.k, self.fusion_depth)
-            ranked = reciprocal_rank_fusion(
-                [self._dense(question.text, depth), self._sparse(question.text, depth)], self.rrf_k)[:self.k]
+            depth = max(self.options.k, self.options.fusion_depth)
+            rankings = [self._dense(question.text, depth), self._sparse(question.text, depth)]
+            ranked = reciprocal_rank_fusion(rankings, self.options.rrf_k)[:self.options.k]
         context = "".join(memory_line(self.turns[i].timestamp, self.contents[i]) for i in ranked)
         return Retrieval([self.turns[i].id for i in ranked], context,
-                         {"retriever": self.retriever, "positions": ranked})
+                         {"retriever": self.options.retriever, "positions": ranked})
 
     def stats(self) -> dict[str, Any]:
-        return {"memories": len(self.contents), "retriever": self.retriever}
+        return {"memories": len(self.contents), "retriever": self.options.retriever}

@@ -16,72 +16,33 @@ opens a cluster), ``route_example_id: null`` (the routing prompt shows the liter
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from clag import clusters as cl
+from clag.clustered import CLAGOptions, ClusterView
 from clag.clusters import Cluster
 from clag.embed import Embedder
 from clag.index import VectorIndex
 from clag.llm.client import LLMClient
 from clag.notes import MemoryNote, NoteMemory
+from clag.prompt_sets import PromptSet
 from clag.prompts import profile_schema
 from clag.retrieval import two_stage_search
-from clag.router import ROUTE_FUNCTIONS, ROUTERS, RouteDecision
+from clag.router import RouteDecision, route_agentic, route_cosine
 from clag.types import Turn
 
 
 class CLAGMemory(NoteMemory):
-    def __init__(
-        self,
-        embedder: Embedder,
-        llm: LLMClient,
-        router: str = "agentic",
-        init_cluster_min_memories: int = 100,
-        init_n_clusters: int = 3,
-        cluster_split_threshold: int = 300,
-        routing_top_k: int = 5,
-        sim_threshold: float = 0.1,
-        selection_top_n: int = 10,
-        profile_samples: int = 3,
-        snippet_chars: int = 160,
-        route_temperature: float = 0.2,
-        profile_temperature: float = 0.3,
-        selection_temperature: float = 0.7,
-        kmeans_seed: int = 42,
-        stale_centroids: bool = True,
-        refresh_global_index: bool = False,
-        stage2_rerank: bool = False,
-        invalid_route: str = "new_cluster",
-        route_example_id: str | None = None,
-        constrain_cluster_ids: bool = False,
-        **note_options: Any,
-    ) -> None:
-        super().__init__(embedder, llm, **note_options)
-        if router not in ROUTERS:
-            raise ValueError(f"router must be one of {ROUTERS}, not {router!r}")
-        if invalid_route not in ("new_cluster", "nearest"):
-            raise ValueError("invalid_route must be new_cluster or nearest")
-        self.router = router
-        self.init_cluster_min_memories = init_cluster_min_memories
-        self.init_n_clusters = init_n_clusters
-        self.cluster_split_threshold = cluster_split_threshold
-        self.routing_top_k = routing_top_k
-        self.sim_threshold = sim_threshold
-        self.selection_top_n = selection_top_n
-        self.profile_samples = profile_samples
-        self.snippet_chars = snippet_chars
-        self.route_temperature = route_temperature
-        self.profile_temperature = profile_temperature
-        self.selection_temperature = selection_temperature
-        self.kmeans_seed = kmeans_seed
-        self.stale_centroids = stale_centroids
-        self.refresh_global_index = refresh_global_index
-        self.stage2_rerank = stage2_rerank
-        self.invalid_route = invalid_route
-        self.route_example_id = route_example_id
-        self.constrain_cluster_ids = constrain_cluster_ids
+    """The note machinery plus clusters; every option is a field of :class:`CLAGOptions`."""
+
+    options_class: ClassVar[type[CLAGOptions]] = CLAGOptions
+    options: CLAGOptions
+
+    def __init__(self, embedder: Embedder, llm: LLMClient, prompts: PromptSet | None = None,
+                 content_format: str = "reference", **options: Any) -> None:
+        super().__init__(embedder, llm, prompts, content_format, **options)
         self.clusters: dict[str, Cluster] = {}
         self.cluster_index = VectorIndex(embedder.dim, "cosine")
         self.routing_log: list[dict[str, Any]] = []
@@ -90,9 +51,9 @@ class CLAGMemory(NoteMemory):
 
     # ------------------------------------------------------------------ helpers
 
-    @property
-    def routes_while_ingesting(self) -> bool:
-        return self.router != "kmeans"
+    def view(self) -> ClusterView:
+        """What the router and the retrieval read: the clusters, the notes' contents, the index."""
+        return ClusterView(self.clusters, [n.content for n in self.notes], self.cluster_index)
 
     def _cluster_vectors(self, positions: list[int]) -> np.ndarray:
         """The members' cluster documents with their current metadata, encoded together as the
@@ -121,23 +82,23 @@ class CLAGMemory(NoteMemory):
             if not cluster.members:
                 continue
             vectors = self._cluster_vectors(cluster.members)
-            nearest = cl.nearest_members(vectors, cluster.centroid, self.profile_samples)
+            nearest = cl.nearest_members(vectors, cluster.centroid, self.options.profile_samples)
             samples = [(self.notes[cluster.members[i]].content, self.notes[cluster.members[i]].context,
                         self.notes[cluster.members[i]].tags) for i in nearest]
-            _, raw = self.ask(self.prompts.profile(samples), profile_schema(self.bounded), "profile",
-                                temperature=self.profile_temperature)
+            _, raw = self.ask(self.prompts.profile(samples), profile_schema(self.options.bounded_schemas),
+                              "profile", temperature=self.options.profile_temperature)
             if not cl.apply_profile(cluster, cl.parse_profile(raw)):
                 self.profile_failures += 1
 
     # ------------------------------------------------------------------ cluster life cycle
 
     def initialize_clusters_if_needed(self) -> None:
-        if len(self.notes) < self.init_cluster_min_memories or self.clusters:
+        if len(self.notes) < self.options.init_cluster_min_memories or self.clusters:
             return
         vectors = self.embedder.encode([n.routing_text() for n in self.notes], as_one_call=True)
         for cluster in cl.initial_clusters(vectors, [n.tags for n in self.notes],
-                                           [n.context for n in self.notes], self.init_n_clusters,
-                                           self.kmeans_seed, self.prompts):
+                                           [n.context for n in self.notes], self.options.init_n_clusters,
+                                           self.options.kmeans_seed, self.prompts):
             self.clusters[cluster.id] = cluster
             for position in cluster.members:
                 self.notes[position].cluster_id = cluster.id
@@ -152,11 +113,11 @@ class CLAGMemory(NoteMemory):
         rebuilt: dict[str, Cluster] = {}
         splits = []
         for cid, cluster in self.clusters.items():
-            if len(cluster.members) <= self.cluster_split_threshold:
+            if len(cluster.members) <= self.options.cluster_split_threshold:
                 rebuilt[cid] = cluster
                 continue
             halves = cl.split(cluster, self._cluster_vectors(cluster.members),
-                              [self.notes[p].tags for p in cluster.members], self.kmeans_seed)
+                              [self.notes[p].tags for p in cluster.members], self.options.kmeans_seed)
             for half in halves:
                 rebuilt[half.id] = half
                 for position in half.members:
@@ -169,10 +130,10 @@ class CLAGMemory(NoteMemory):
             vectors = self.embedder.encode_each([self.notes[p].cluster_doc() for p in cluster.members])
             cluster.centroid = vectors.mean(axis=0)
             cluster.rep_ids = [cluster.members[i] for i in cl.nearest_members(vectors, cluster.centroid, 3)]
-        if self.refresh_global_index:
+        if self.options.refresh_global_index:
             positions = list(range(len(self.notes)))
             self.global_index.replace(positions, self.embedder.encode(
-                [n.global_doc(self.global_doc_format) for n in self.notes]))
+                [n.global_doc(self.options.global_doc_format) for n in self.notes]))
         self.build_profiles()
         self._record("consolidate", split=splits)
 
@@ -183,7 +144,7 @@ class CLAGMemory(NoteMemory):
             cluster.members.append(position)
             note.cluster_id = cluster.id
             self.cluster_index.add([position], self._cluster_vectors([position]))
-            if not self.stale_centroids:
+            if not self.options.stale_centroids:
                 cluster.centroid = self._cluster_vectors(cluster.members).mean(axis=0)
             return
         cluster = cl.new_cluster(f"cluster_new_{len(self.clusters)}", position, note.tags, note.context,
@@ -200,17 +161,17 @@ class CLAGMemory(NoteMemory):
         cluster = self.clusters.get(cluster_id) if cluster_id else None
         if cluster is None or not cluster.members:
             return super().neighbours_for(note)
-        ids, _ = self.cluster_index.search(self.embedder.encode_one(note.content), self.evolution_k,
+        ids, _ = self.cluster_index.search(self.embedder.encode_one(note.content), self.options.evolution_k,
                                            subset=cluster.members)
         return ids
 
     def ingest(self, turn: Turn) -> None:
         note = self.make_note(turn)
         decision: RouteDecision | None = None
-        clustered = bool(self.clusters) and self.routes_while_ingesting
+        clustered = bool(self.clusters) and self.options.routes_while_ingesting
         if clustered:
             vector = self.embedder.encode_one(note.routing_text())
-            decision = ROUTE_FUNCTIONS[self.router](self, note, vector)
+            decision = self.route(note, vector)
             self.routing_log.append(decision.as_dict())
         evolved = self.evolve(note, self.neighbours_for(note, decision.chosen if decision else None))
         position = self.insert(note)
@@ -218,10 +179,16 @@ class CLAGMemory(NoteMemory):
             self._commit(position, decision)
         if evolved:
             self.evo_cnt += 1
-            if self.evo_cnt % self.evo_threshold == 0:
+            if self.evo_cnt % self.options.evo_threshold == 0:
                 self.consolidate()
-        if self.routes_while_ingesting:
+        if self.options.routes_while_ingesting:
             self.initialize_clusters_if_needed()
+
+    def route(self, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
+        """Where the note about to be inserted goes (``clag.router``)."""
+        if self.options.router == "agentic":
+            return route_agentic(self.view(), note, vector, self.options.routing, self.prompts, self.ask)
+        return route_cosine(self.view(), note, vector, self.options.routing)
 
     def finalize(self) -> None:
         self.initialize_clusters_if_needed()
@@ -230,7 +197,8 @@ class CLAGMemory(NoteMemory):
     # ------------------------------------------------------------------ retrieve
 
     def search(self, query: str, query_tags: list[str]) -> tuple[list[int], dict[str, Any]]:
-        return two_stage_search(self, query, query_tags)
+        return two_stage_search(self.view(), query, query_tags, self.embedder, self.options.selection,
+                                self.prompts, self.ask, self.global_neighbours)
 
     def stats(self) -> dict[str, Any]:
         routed = [d for d in self.routing_log if d["chosen"]]
@@ -239,7 +207,7 @@ class CLAGMemory(NoteMemory):
             reasons[d["reason"]] = reasons.get(d["reason"], 0) + 1
         return {
             **super().stats(),
-            "router": self.router,
+            "router": self.options.router,
             "clusters": len(self.clusters),
             "cluster_sizes": {cid: len(c.members) for cid, c in self.clusters.items()},
             "cluster_profiles": {cid: {"summary": c.summary, "tags": c.tags}

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from clag.embed import Embedder
 from clag.index import VectorIndex
@@ -78,53 +78,57 @@ def _as_str_list(value: Any) -> list[str]:
     return []
 
 
+@dataclass(frozen=True)
+class NoteOptions:
+    """The note machinery's options (``configs/method/amem.yaml``; CLAG's file repeats them): the
+    constructor's schema, checked once here. The defaults are the reference's; the method YAML
+    files state every value again so that a run's ``config.yaml`` records it, and
+    ``tests/test_method_options.py`` keeps the two equal.
+
+    ``link_limit`` caps the linked notes appended per retrieved note (CLAG's reference loop
+    admits k = 10, A-mem's k + 1). ``keyword_separator="cosmos"`` is A-mem's prompt typo.
+    """
+
+    evolution_k: int = 5
+    retrieve_k: int = 10
+    evo_threshold: int = 100
+    bounded_schemas: bool = True
+    global_doc_format: str = "repo_2025_07"
+    keyword_separator: str = "commas"
+    link_limit: int = 10
+    context_separator: str = "\t"
+    max_tokens: int = 1000
+    #: under constrained decoding the schema's key order is the order the model writes in
+    evolution_key_order: str = "project"
+
+    def __post_init__(self) -> None:
+        if self.global_doc_format not in GLOBAL_DOC_FORMATS:
+            raise ValueError(f"global_doc_format must be one of {GLOBAL_DOC_FORMATS}")
+        if self.evolution_key_order not in ("project", "reference"):
+            raise ValueError("evolution_key_order must be project or reference")
+
+
 class NoteMemory(MemorySystem):
     """A-mem's ingest/retrieve cycle; CLAG overrides the neighbour search, commit and search steps.
 
-    ``link_limit`` caps the linked notes appended per retrieved note (A-mem's reference loop
-    admits k + 1, CLAG's k). ``keyword_separator="cosmos"`` is A-mem's prompt typo.
+    The constructor takes the run's shared resources by name (``embedder``, ``llm``, ``prompts``,
+    the dataset's ``content_format``) and the method's options as keywords, which
+    :attr:`options_class` checks once into ``self.options``.
     """
 
     #: retrieval reads memory only (keywords, search, context), so questions may run concurrently
     concurrent_reads = True
+    #: the options a subclass adds (CLAG's clusters) extend this class
+    options_class: ClassVar[type[NoteOptions]] = NoteOptions
 
-    def __init__(
-        self,
-        embedder: Embedder,
-        llm: LLMClient,
-        content_format: str = "reference",
-        evolution_k: int = 5,
-        retrieve_k: int = 10,
-        evo_threshold: int = 100,
-        bounded_schemas: bool = True,
-        global_doc_format: str = "repo_2025_07",
-        keyword_separator: str = "commas",
-        link_limit: int | None = None,
-        context_separator: str = "\t",
-        max_tokens: int = 1000,
-        prompts: PromptSet | None = None,
-        evolution_key_order: str = "project",
-    ) -> None:
-        if global_doc_format not in GLOBAL_DOC_FORMATS:
-            raise ValueError(f"global_doc_format must be one of {GLOBAL_DOC_FORMATS}")
-        if evolution_key_order not in ("project", "reference"):
-            raise ValueError("evolution_key_order must be project or reference")
+    def __init__(self, embedder: Embedder, llm: LLMClient, prompts: PromptSet | None = None,
+                 content_format: str = "reference", **options: Any) -> None:
+        self.options = self.options_class(**options)
         #: the wording of every call (own or the reference's templates: clag.prompt_sets)
         self.prompts: PromptSet = prompts or OwnPrompts()
-        #: under constrained decoding the schema's key order is the order the model writes in
-        self.evolution_key_order = evolution_key_order
         self.embedder = embedder
         self.llm = llm
         self.content_format = content_format
-        self.evolution_k = evolution_k
-        self.retrieve_k = retrieve_k
-        self.evo_threshold = evo_threshold
-        self.bounded = bounded_schemas
-        self.global_doc_format = global_doc_format
-        self.keyword_separator = keyword_separator
-        self.link_limit = retrieve_k if link_limit is None else link_limit
-        self.context_separator = context_separator
-        self.max_tokens = max_tokens
         self.notes: list[MemoryNote] = []
         self.global_index = VectorIndex(embedder.dim, "cosine")
         self.evo_cnt = 0
@@ -135,9 +139,9 @@ class NoteMemory(MemorySystem):
     def ask(self, prompt: str, schema: dict[str, Any], tag: str, temperature: float = 0.7
             ) -> tuple[dict[str, Any] | None, str]:
         """One structured LLM call: (parsed reply or None, raw text). Public: CLAG's router and
-        retrieval ask through it (``clag.clustered.ClusteredMemory``)."""
+        retrieval ask through it (``clag.clustered.Ask``)."""
         completion = self.llm.generate([Request(prompt=prompt, json_schema=schema, temperature=temperature,
-                                                max_tokens=self.max_tokens, tag=tag)])[0]
+                                                max_tokens=self.options.max_tokens, tag=tag)])[0]
         return completion.parsed, completion.text
 
     def analyze(self, content: str) -> tuple[list[str], str, list[str]]:
@@ -156,8 +160,9 @@ class NoteMemory(MemorySystem):
         self.llm.prefetch([self._analysis_request(content) for content in contents])
 
     def _analysis_request(self, content: str) -> Request:
-        return Request(prompt=self.prompts.analysis(content), json_schema=analysis_schema(self.bounded),
-                       temperature=0.7, max_tokens=self.max_tokens, tag="note")
+        return Request(prompt=self.prompts.analysis(content),
+                       json_schema=analysis_schema(self.options.bounded_schemas), temperature=0.7,
+                       max_tokens=self.options.max_tokens, tag="note")
 
     def make_note(self, turn: Turn) -> MemoryNote:
         content = turn.memory_content(self.content_format)
@@ -170,7 +175,8 @@ class NoteMemory(MemorySystem):
                                        self.notes[i].context, self.notes[i].keywords, self.notes[i].tags)
                         for i in neighbours)
         prompt = self.prompts.evolution(note.context, note.content, note.keywords, block, len(neighbours))
-        parsed, _ = self.ask(prompt, evolution_schema(self.bounded, self.evolution_key_order), "evolve")
+        schema = evolution_schema(self.options.bounded_schemas, self.options.evolution_key_order)
+        parsed, _ = self.ask(prompt, schema, "evolve")
         decision: dict[str, Any] = {"note": len(self.notes), "neighbours": list(neighbours),
                                     "parsed": parsed is not None}
         if parsed is None or parsed.get("should_evolve") is not True:
@@ -199,8 +205,8 @@ class NoteMemory(MemorySystem):
 
     def query_keywords(self, question: str) -> str:
         """The retrieval query: the keyword string, or the raw reply when it does not parse."""
-        parsed, raw = self.ask(self.prompts.query_keywords(question, self.keyword_separator),
-                                 keywords_schema(self.bounded), "keywords")
+        parsed, raw = self.ask(self.prompts.query_keywords(question, self.options.keyword_separator),
+                                 keywords_schema(self.options.bounded_schemas), "keywords")
         if parsed is not None and isinstance(parsed.get("keywords"), str):
             return parsed["keywords"]
         return raw.strip()
@@ -213,12 +219,13 @@ class NoteMemory(MemorySystem):
 
     def neighbours_for(self, note: MemoryNote) -> list[int]:
         """A-mem: the k nearest notes in the global index (CLAG searches the routed cluster)."""
-        return self.global_neighbours(note.content, self.evolution_k) if self.notes else []
+        return self.global_neighbours(note.content, self.options.evolution_k) if self.notes else []
 
     def insert(self, note: MemoryNote) -> int:
         position = len(self.notes)
         self.notes.append(note)
-        self.global_index.add([position], self.embedder.encode([note.global_doc(self.global_doc_format)]))
+        document = note.global_doc(self.options.global_doc_format)
+        self.global_index.add([position], self.embedder.encode([document]))
         return position
 
     def ingest(self, turn: Turn) -> None:
@@ -227,7 +234,7 @@ class NoteMemory(MemorySystem):
         self.insert(note)
         if evolved:
             self.evo_cnt += 1
-            if self.evo_cnt % self.evo_threshold == 0:
+            if self.evo_cnt % self.options.evo_threshold == 0:
                 self.consolidate()
 
     def consolidate(self) -> None:
@@ -242,7 +249,7 @@ class NoteMemory(MemorySystem):
 
     def search(self, query: str, query_tags: list[str]) -> tuple[list[int], dict[str, Any]]:
         """A-mem: global top-k for the keyword query."""
-        return self.global_neighbours(query, self.retrieve_k), {"search_mode": "global",
+        return self.global_neighbours(query, self.options.retrieve_k), {"search_mode": "global",
                                                                  "search_space_size": len(self.notes)}
 
     def answer_context(self, positions: Sequence[int]) -> str:
@@ -250,7 +257,7 @@ class NoteMemory(MemorySystem):
         parts = []
         for position in positions:
             note = self.notes[position]
-            parts.append(note.context_line(self.context_separator))
+            parts.append(note.context_line(self.options.context_separator))
             added = 0
             for link in note.links:
                 try:
@@ -259,9 +266,9 @@ class NoteMemory(MemorySystem):
                     continue
                 if not 0 <= index < total:
                     continue
-                parts.append(self.notes[index].context_line(self.context_separator))
+                parts.append(self.notes[index].context_line(self.options.context_separator))
                 added += 1
-                if added >= self.link_limit:
+                if added >= self.options.link_limit:
                     break
         return "".join(parts)
 

@@ -10,61 +10,66 @@ query tags, no valid selection, or no hit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clag.clusters import squared_distances
 from clag.prompts import selection_schema
-from clag.router import cluster_candidates
 
 if TYPE_CHECKING:
-    from clag.clustered import ClusteredMemory
+    from clag.clustered import Ask, ClusterView, SelectionOptions
+    from clag.embed import Embedder
+    from clag.prompt_sets import PromptSet
 
 
-def select_clusters(memory: ClusteredMemory, query: str, query_tags: list[str]
-                    ) -> tuple[list[str], list[str]]:
+def select_clusters(view: ClusterView, query: str, query_tags: list[str], embedder: Embedder,
+                    options: SelectionOptions, prompts: PromptSet, ask: Ask) -> tuple[list[str], list[str]]:
     """(selected, candidates) for a query."""
-    vector = memory.embedder.encode_one(f"{query} {' '.join(query_tags)}")
-    ranked = squared_distances(vector, list(memory.clusters.values()))
-    candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
-    prompt = memory.prompts.selection(query, query_tags, cluster_candidates(memory, candidates),
-                                      memory.selection_top_n)
-    schema = selection_schema(memory.bounded, memory.selection_top_n,
-                              candidates if memory.constrain_cluster_ids else None)
-    parsed, _ = memory.ask(prompt, schema, "select", temperature=memory.selection_temperature)
+    vector = embedder.encode_one(f"{query} {' '.join(query_tags)}")
+    ranked = squared_distances(vector, list(view.clusters.values()))
+    candidates = [cid for cid, _ in ranked[:options.candidates]]
+    prompt = prompts.selection(query, query_tags, view.candidates(candidates, options.snippet_chars),
+                               options.top_n)
+    schema = selection_schema(options.bounded, options.top_n,
+                              candidates if options.constrain_ids else None)
+    parsed, _ = ask(prompt, schema, "select", options.temperature)
     raw = parsed.get("selected_clusters") if parsed is not None else None
     selected = []
     for cid in raw if isinstance(raw, list) else []:
-        if isinstance(cid, str) and cid in candidates and cid in memory.clusters:
+        if isinstance(cid, str) and cid in candidates and cid in view.clusters:
             selected.append(cid)
-        if len(selected) >= memory.selection_top_n:
+        if len(selected) >= options.top_n:
             break
     return selected, candidates
 
 
-def two_stage_search(memory: ClusteredMemory, query: str, query_tags: list[str]
-                     ) -> tuple[list[int], dict[str, Any]]:
-    total = len(memory.notes)
+def two_stage_search(view: ClusterView, query: str, query_tags: list[str], embedder: Embedder,
+                     options: SelectionOptions, prompts: PromptSet, ask: Ask,
+                     global_search: Callable[[str, int], list[int]]) -> tuple[list[int], dict[str, Any]]:
+    """Positions of the notes to answer from, and what the search did (for ``retrieval_debug``);
+    ``global_search(query, k)`` is the fallback over the whole memory."""
     debug: dict[str, Any] = {"candidate_clusters": [], "selected_clusters": [], "searched_clusters": []}
     selected: list[str] = []
-    if memory.clusters:
-        selected, debug["candidate_clusters"] = select_clusters(memory, query, query_tags)
+    if view.clusters:
+        selected, debug["candidate_clusters"] = select_clusters(view, query, query_tags, embedder, options,
+                                                                prompts, ask)
         debug["selected_clusters"] = list(selected)
-    if memory.clusters and query_tags and selected:
-        vector = memory.embedder.encode_one(query)
+    if view.clusters and query_tags and selected:
+        vector = embedder.encode_one(query)
         hits: list[tuple[int, float]] = []
         space = 0
         for cid in selected:
-            cluster = memory.clusters[cid]
+            cluster = view.clusters[cid]
             if not cluster.members:
                 continue
             space += len(cluster.members)
-            ids, scores = memory.cluster_index.search(vector, memory.retrieve_k, subset=cluster.members)
+            ids, scores = view.index.search(vector, options.retrieve_k, subset=cluster.members)
             hits.extend(zip(ids, scores))
-        if memory.stage2_rerank:
+        if options.rerank:
             hits.sort(key=lambda item: -item[1])
-        positions = list(dict.fromkeys(position for position, _ in hits))[:memory.retrieve_k]
+        positions = list(dict.fromkeys(position for position, _ in hits))[:options.retrieve_k]
         if positions:
             debug.update(search_mode="cluster", search_space_size=space, searched_clusters=list(selected))
             return positions, debug
-    debug.update(search_mode="global", search_space_size=total, searched_clusters=[])
-    return memory.global_neighbours(query, memory.retrieve_k), debug
+    debug.update(search_mode="global", search_space_size=len(view.contents), searched_clusters=[])
+    return global_search(query, options.retrieve_k), debug

@@ -13,21 +13,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from clag.clusters import cosine, squared_distances
-from clag.prompt_sets import ClusterCandidate
 from clag.prompts import REFERENCE_ROUTE_EXAMPLE, route_schema
 
 if TYPE_CHECKING:
-    from clag.clustered import ClusteredMemory
+    from clag.clustered import Ask, ClusterView, RouteOptions
     from clag.notes import MemoryNote
-
-ROUTERS = ("agentic", "cosine", "kmeans")
+    from clag.prompt_sets import PromptSet
 
 
 @dataclass
@@ -43,17 +40,6 @@ class RouteDecision:
         return asdict(self)
 
 
-def cluster_candidates(memory: ClusteredMemory, cluster_ids: Sequence[str]) -> list[ClusterCandidate]:
-    """The candidates as routing and selection prompts show them (each prompt set words them)."""
-    contents = [n.content for n in memory.notes]
-    out = []
-    for cid in cluster_ids:
-        c = memory.clusters[cid]
-        out.append(ClusterCandidate(cid, len(c.members), c.summary, tuple(c.tags),
-                                    tuple(c.examples(contents, 3, memory.snippet_chars))))
-    return out
-
-
 def route_example(setting: str | None, candidates: list[str]) -> str:
     """The id the routing prompt shows as its example: the reference's literal ``cluster_1``
     (``null``, which may name no real cluster), the first real candidate (``candidate``), or a
@@ -65,15 +51,18 @@ def route_example(setting: str | None, candidates: list[str]) -> str:
     return setting
 
 
-def route_agentic(memory: ClusteredMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
-    position = len(memory.notes)
-    ranked = squared_distances(vector, list(memory.clusters.values()))
-    candidates = [cid for cid, _ in ranked[:memory.routing_top_k]]
-    prompt = memory.prompts.route(note.content, note.context, note.tags,
-                                  cluster_candidates(memory, candidates),
-                                  example_id=route_example(memory.route_example_id, candidates))
-    schema = route_schema(memory.bounded, candidates if memory.constrain_cluster_ids else None)
-    parsed, _ = memory.ask(prompt, schema, "route", temperature=memory.route_temperature)
+def route_agentic(view: ClusterView, note: MemoryNote, vector: np.ndarray, options: RouteOptions,
+                  prompts: PromptSet, ask: Ask) -> RouteDecision:
+    """CLAG: the SLM names one of the nearest clusters for the note about to take position
+    ``len(view.contents)``."""
+    position = len(view.contents)
+    ranked = squared_distances(vector, list(view.clusters.values()))
+    candidates = [cid for cid, _ in ranked[:options.candidates]]
+    prompt = prompts.route(note.content, note.context, note.tags,
+                           view.candidates(candidates, options.snippet_chars),
+                           example_id=route_example(options.example_id, candidates))
+    schema = route_schema(options.bounded, candidates if options.constrain_ids else None)
+    parsed, _ = ask(prompt, schema, "route", options.temperature)
     choice = parsed.get("choice") if parsed is not None else None
     choice = choice.strip() if isinstance(choice, str) else ""
     decision = RouteDecision(position, None, "routed", candidates, choice or None)
@@ -82,30 +71,29 @@ def route_agentic(memory: ClusteredMemory, note: MemoryNote, vector: np.ndarray)
     elif not choice or choice not in candidates:
         decision.reason = "invalid_choice"
     if decision.reason != "routed":
-        if memory.invalid_route != "nearest":
+        if options.invalid_route != "nearest":
             return decision
         choice = candidates[0]
         decision.reason = "nearest_fallback"
-    decision.similarity = cosine(vector, memory.clusters[choice].centroid)
-    if decision.similarity < memory.sim_threshold:
+    decision.similarity = cosine(vector, view.clusters[choice].centroid)
+    if decision.similarity < options.sim_threshold:
         decision.reason = "low_similarity"
         return decision
     decision.chosen = choice
     return decision
 
 
-def route_cosine(memory: ClusteredMemory, note: MemoryNote, vector: np.ndarray) -> RouteDecision:
-    position = len(memory.notes)
-    scored = sorted(((cosine(vector, c.centroid), cid) for cid, c in memory.clusters.items()),
+def route_cosine(view: ClusterView, note: MemoryNote, vector: np.ndarray, options: RouteOptions
+                 ) -> RouteDecision:
+    """The cosine ablation: the nearest centroid, no SLM call."""
+    position = len(view.contents)
+    scored = sorted(((cosine(vector, c.centroid), cid) for cid, c in view.clusters.items()),
                     key=lambda item: -item[0])
     best_sim, best = scored[0]
-    decision = RouteDecision(position, None, "routed", [cid for _, cid in scored[:memory.routing_top_k]],
+    decision = RouteDecision(position, None, "routed", [cid for _, cid in scored[:options.candidates]],
                              best, best_sim)
-    if best_sim < memory.sim_threshold:
+    if best_sim < options.sim_threshold:
         decision.reason = "low_similarity"
         return decision
     decision.chosen = best
     return decision
-
-
-ROUTE_FUNCTIONS = {"agentic": route_agentic, "cosine": route_cosine}

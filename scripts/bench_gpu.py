@@ -129,7 +129,8 @@ def clag_ingest(backend: Any, streams: int, turns: int, max_tokens: int) -> dict
     cfg = OmegaConf.to_container(OmegaConf.load(config_file))
     params = {k: v for k, v in cfg["memory"].items() if k != "_target_"}
     # the robust profile's values (the method file takes them from the run's profile)
-    params.update(max_tokens=max_tokens, bounded_schemas=True, evolution_key_order="project")
+    params.update(max_tokens=max_tokens, bounded_schemas=True, evolution_key_order="project",
+                  init_cluster_min_memories=100)      # the file's value outside a small-subset run
     batcher = MicroBatcher(backend, max_batch=64, max_wait_s=0.02)
     client = LLMClient(batcher, run_seed=42)
     words = "protein gene cell insulin receptor kinase pathway tumour enzyme membrane signal".split()

@@ -50,10 +50,12 @@ def test_the_docs_example_is_the_toy_method_and_behaves_as_it_does():
     from clag.types import MemorySystem, Question, Retrieval, Turn
     from tests.toy_method import WordOverlapMemory
 
-    block = re.search(r"```python\n(class WordOverlapMemory\(MemorySystem\):.*?)```",
+    block = re.search(r"```python\n(@dataclass\(frozen=True\)\nclass WordOverlapOptions:.*?)```",
                       (REPO / "docs" / "methods.md").read_text(), re.S)
     assert block is not None
-    scope = {"MemorySystem": MemorySystem, "Retrieval": Retrieval}
+    from dataclasses import dataclass
+
+    scope = {"MemorySystem": MemorySystem, "Retrieval": Retrieval, "dataclass": dataclass}
     exec(block.group(1), scope)
     documented, toy = scope["WordOverlapMemory"](k=2), WordOverlapMemory(k=2)
     turns = [Turn(f"t{i}", "A", text, "", "s") for i, text in
@@ -65,7 +67,8 @@ def test_the_docs_example_is_the_toy_method_and_behaves_as_it_does():
     question = Question("q", "where the cat ran", "home", 1)
     assert documented.retrieve(question) == toy.retrieve(question)
     assert documented.concurrent_reads is False and documented.prompt_templates("X") == {}
-    assert set(documented.snapshot_state()) == {"k", "turns"}
+    assert set(documented.snapshot_state()) == {"options", "turns"}
+    assert vars(documented.options) == vars(toy.options) == {"k": 2}
 
 
 def test_a_memory_class_outside_the_interface_is_one_line(tmp_path, data_root):

@@ -1,6 +1,7 @@
 """CLAG's algorithm pinned with a scripted SLM and the real embedder (clag.md §4–5)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -197,14 +198,14 @@ def test_split_happens_strictly_above_the_threshold(embedder):
     client, _ = scripted_client()
     memory = ingest(CLAGMemory(embedder, client, evo_threshold=1000), 100)
     largest = max(memory.clusters.values(), key=lambda c: len(c.members))
-    memory.cluster_split_threshold = len(largest.members)          # equal: kept whole
+    memory.options = replace(memory.options, cluster_split_threshold=len(largest.members))   # equal: kept whole
     memory.consolidate()
     assert largest.id in memory.clusters
-    memory.cluster_split_threshold = len(largest.members) - 1      # one above: split in two
+    memory.options = replace(memory.options, cluster_split_threshold=len(largest.members) - 1)  # one above: split
     memory.consolidate()
     assert largest.id not in memory.clusters
     assert {f"{largest.id}_a", f"{largest.id}_b"} <= set(memory.clusters)
-    assert CLAGMemory(embedder, client).cluster_split_threshold == 300
+    assert CLAGMemory(embedder, client).options.cluster_split_threshold == 300
 
 
 def test_batched_note_analysis_equals_the_one_at_a_time_path(embedder):

@@ -3,14 +3,22 @@ retrieves the ``k`` that share the most words with the question. No LLM at inges
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from clag.types import MemorySystem, Question, Retrieval, Turn
 
 
+@dataclass(frozen=True)
+class WordOverlapOptions:
+    k: int = 10                      # turns retrieved per question
+
+
 class WordOverlapMemory(MemorySystem):
-    def __init__(self, k: int = 10) -> None:
-        self.k = k
+    options_class: ClassVar[type[WordOverlapOptions]] = WordOverlapOptions
+
+    def __init__(self, **options: Any) -> None:
+        self.options = self.options_class(**options)
         self.turns: list[Turn] = []
 
     def ingest(self, turn: Turn) -> None:
@@ -18,7 +26,8 @@ class WordOverlapMemory(MemorySystem):
 
     def retrieve(self, question: Question) -> Retrieval:
         words = set(question.text.lower().split())
-        ranked = sorted(self.turns, key=lambda t: -len(words & set(t.text.lower().split())))[: self.k]
+        ranked = sorted(self.turns, key=lambda t: -len(words & set(t.text.lower().split())))
+        ranked = ranked[: self.options.k]
         return Retrieval([t.id for t in ranked], "\n".join(t.text for t in ranked))
 
     def stats(self) -> dict[str, Any]:
