@@ -7,6 +7,7 @@ under the setup the quality anchor validated, one run at a time.
     python scripts/bioasq_power.py run --only clag:4 --only rag   # some jobs only
     python scripts/bioasq_power.py command clag 4  # the command of one job, to run by hand
     python scripts/bioasq_power.py tables          # the committed tables, from the committed runs
+    python scripts/bioasq_power.py anchor          # clag:3 beside the anchor's seed-42 run, figure by figure
 
 Why one run per stream: a CLAG-family method costs 70–140 minutes per stream on 2 cores, so a
 stream is the unit that finishes, is committed and is never lost; the tables pool a setup's runs
@@ -104,24 +105,71 @@ def wall_time(run_dir: Path) -> str:
 def progress_row(job: Job) -> list[str]:
     runs = job_runs(job)
     if not runs:
-        return [job.method, str(job.stream), "pending", "", "", "", ""]
+        return [job.method, str(job.stream), "pending", "", "", "", "", ""]
     run_dir = runs[-1]
     state = run_state(run_dir)
-    wall = questions = f1 = health = ""
+    wall = questions = f1 = health = calls = ""
     if state == "complete":
         wall = wall_time(run_dir)
+        total = json.loads((run_dir / "ledger.json").read_text(encoding="utf-8"))["total"]
+        calls = f"{total['calls']:,} ({total['cache_hits']:,} cached)"
         metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
         questions = str(metrics.get("questions", ""))
         f1 = f"{100 * metrics['overall']['f1']['mean']:.2f}"
         report = json.loads((run_dir / "health.json").read_text(encoding="utf-8"))
         health = "ok" if report.get("healthy") else f"{len(report.get('flags', []))} flag(s)"
     score = f1 + (f" ({health})" if health else "")
-    return [job.method, str(job.stream), state, run_dir.name, wall, questions, score]
+    return [job.method, str(job.stream), state, run_dir.name, wall, calls, questions, score]
 
 
 def progress() -> str:
-    lines = ["| method | stream | state | run | time | questions | F1 (health) |", "|---" * 7 + "|"]
+    lines = ["| method | stream | state | run | time | LLM calls (from the request cache) | questions "
+             "| F1 (health) |", "|---" * 8 + "|"]
     lines += ["| " + " | ".join(progress_row(job)) + " |" for job in jobs()]
+    return "\n".join(lines)
+
+
+#: clag:3 is the anchor's seed-42 command (``results/anchor/comparison.json``) on later code
+ANCHOR = ROOT / "results" / "anchor" / "comparison.json"
+ANCHOR_SETUP = f"{SETUP_NAME} (in process)"
+#: the figures compared: per-question scores, per-call counts and token means, the clusters
+ANCHOR_FIGURES = ("f1_by_question", "bleu1_by_question", "recall@10_by_question", "per_tag", "clusters",
+                  "cluster_sizes", "evolutions", "links", "should_evolve", "routing_reasons")
+
+
+def figure_differences(anchor: dict, now: dict) -> list[tuple[str, object, object]]:
+    """(figure, anchor's value, this run's) for each compared figure that differs, one level
+    into dicts (``per_tag.evolve.capped``), so a difference names the call where it starts."""
+    out: list[tuple[str, object, object]] = []
+    for key in ANCHOR_FIGURES:
+        a, b = anchor.get(key), now.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            for sub in sorted(set(a) | set(b)):
+                if a.get(sub) != b.get(sub):
+                    out.append((f"{key}.{sub}", a.get(sub), b.get(sub)))
+        elif a != b:
+            out.append((key, a, b))
+    return out
+
+
+def anchor_report() -> str:
+    """clag:3 against the anchor's seed-42 run: the in-process engine is deterministic, so the
+    same command on later code gives the same figures unless a change reached a request."""
+    from eval.runs import find_runs
+    from scripts.anchor_compare import run_figures
+
+    stored = json.loads(ANCHOR.read_text(encoding="utf-8"))[ANCHOR_SETUP]["runs"]
+    anchor = next(r for r in stored if r.get("seed") == 42)
+    runs = job_runs(Job("clag", 3))
+    if not runs or run_state(runs[-1]) != "complete":
+        return "clag:3 has no complete run yet"
+    run = next(r for r in find_runs(RUNS) if r.path == runs[-1])
+    differences = figure_differences(anchor, run_figures(run))
+    head = f"clag:3 ({runs[-1].name}) vs the anchor's seed-42 run ({anchor['run']}): "
+    if not differences:
+        return head + f"every compared figure is the same ({', '.join(ANCHOR_FIGURES)})"
+    lines = [head + f"{len(differences)} figure(s) differ", "| figure | anchor | clag:3 |", "|---|---|---|"]
+    lines += [f"| {key} | {a} | {b} |" for key, a, b in differences]
     return "\n".join(lines)
 
 
@@ -165,6 +213,7 @@ def main() -> None:
     run.add_argument("--only", action="append", help="METHOD or METHOD:STREAM (repeatable)")
     run.add_argument("--max", type=int, default=None, help="stop after this many jobs")
     sub.add_parser("tables", help="write the committed tables from the committed runs")
+    sub.add_parser("anchor", help="clag:3 beside the anchor's seed-42 run, figure by figure")
     command = sub.add_parser("command", help="print one job's command")
     command.add_argument("method", choices=METHODS)
     command.add_argument("stream", type=int)
@@ -175,6 +224,9 @@ def main() -> None:
     if ns.action == "tables":
         write_tables()
         print(f"wrote {', '.join(folder for folder, _ in TABLE_SETS)} under {TABLES.relative_to(ROOT)}")
+        return
+    if ns.action == "anchor":
+        print(anchor_report())
         return
     if ns.action != "run":
         print(progress())

@@ -34,3 +34,15 @@ def test_the_committed_tables_regenerate_byte_for_byte_from_the_committed_runs(t
         assert sorted(regenerated) == sorted(committed), folder
         for name, content in committed.items():
             assert regenerated[name] == content, f"{folder}/{name} differs from what the runs give"
+
+
+def test_the_anchor_repeat_names_the_first_figure_that_moved():
+    """``bioasq_power.py anchor``: clag:3 against the anchor's seed-42 figures, one level into
+    per-call dicts so a difference names its call; figures outside the compared list are ignored."""
+    power = power_script()
+    anchor = {"f1_by_question": [0.0, 1.0], "per_tag": {"note": {"calls": 134}, "evolve": {"capped": 9}},
+              "cluster_sizes": [52, 48], "run": "a"}
+    assert power.figure_differences(anchor, {**anchor, "run": "b"}) == []
+    moved = {**anchor, "per_tag": {"note": {"calls": 134}, "evolve": {"capped": 8}}, "cluster_sizes": [52, 47]}
+    assert power.figure_differences(anchor, moved) == [
+        ("per_tag.evolve", {"capped": 9}, {"capped": 8}), ("cluster_sizes", [52, 48], [52, 47])]
