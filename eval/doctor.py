@@ -6,8 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -110,15 +108,26 @@ def accelerator() -> list[Check]:
 
 
 def server(llm_cfg: dict[str, Any]) -> list[Check]:
+    """``backend=openai``: does a server answer at ``llm.base_url``, and does it list ``llm.model``?"""
     if llm_cfg.get("backend") != "openai":
         return []
-    url = str(llm_cfg.get("base_url", "")).rstrip("/") + "/models"
+    import openai
+
+    from clag.llm.openai_backend import list_models
+
+    name, url = f"llm {llm_cfg.get('name')}", str(llm_cfg.get("base_url", ""))
     try:
-        with urllib.request.urlopen(url, timeout=5):
-            return [Check(f"llm {llm_cfg.get('name')}", "ok", f"served at {url}")]
-    except (urllib.error.URLError, OSError) as exc:
-        return [Check(f"llm {llm_cfg.get('name')}", "FAIL",
-                      f"{url} unreachable ({exc}); start the server or fix llm.base_url")]
+        listed = list_models(url, str(llm_cfg.get("api_key") or "EMPTY"), timeout_s=5.0)
+    except openai.OpenAIError as exc:
+        return [Check(name, "FAIL", f"{url} unreachable ({type(exc).__name__}); start the server "
+                                    "(bash scripts/serve.sh <engine> <model>) or fix llm.base_url")]
+    if listed is None:
+        return [Check(name, "ok", f"a server answers at {url} (it lists no models)")]
+    ids = [str(m.id) for m in listed]
+    model = str(llm_cfg.get("model"))
+    if model in ids:
+        return [Check(name, "ok", f"{url} serves {model}")]
+    return [Check(name, "warn", f"{url} lists {ids}, not llm.model={model!r}")]
 
 
 def hf_memory(llm_cfg: dict[str, Any]) -> list[Check]:

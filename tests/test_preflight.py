@@ -99,3 +99,30 @@ def test_a_run_whose_every_call_failed_ends_failed_not_complete(data_root, tmp_p
     ledger = json.loads((run_dir / "ledger.json").read_text())
     assert ledger["total"]["errors"] == ledger["total"]["calls"] > 0
     assert (run_dir / "health.json").is_file()       # the run's own account is still written
+
+
+def test_doctor_reads_the_same_model_list_as_the_run():
+    """``eval doctor``'s server line: ok when the server lists llm.model, warn when it lists
+    others, ok without a list, FAIL when nothing answers (one model-list reader for all three)."""
+    import socket
+
+    from eval.doctor import server as doctor_server
+
+    def line(url: str, model: str = "m") -> tuple[str, str]:
+        check = doctor_server({"backend": "openai", "name": "x", "base_url": url, "model": model})[0]
+        return check.status, check.detail
+
+    listing = LoopbackServer(models=["m"])
+    unlisted = LoopbackServer(models=None)
+    try:
+        assert line(listing.url) == ("ok", f"{listing.url} serves m")
+        assert line(listing.url, "other") == ("warn", f"{listing.url} lists ['m'], not llm.model='other'")
+        assert line(unlisted.url)[0] == "ok" and "lists no models" in line(unlisted.url)[1]
+    finally:
+        listing.close()
+        unlisted.close()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    status, detail = line(f"http://127.0.0.1:{port}/v1")
+    assert status == "FAIL" and "unreachable" in detail

@@ -82,6 +82,23 @@ def server_budget(base_url: str, size: int) -> RequestBudget:
 _ENGINES: dict[tuple[str, str], str] = {}
 
 
+def list_models(base_url: str, api_key: str = "EMPTY", timeout_s: float = 10.0) -> list[Any] | None:
+    """The entries of the server's model list (``GET {base_url}/models``: ``id``, ``owned_by``,
+    vLLM's ``root``), or None where the server answers but has no list. One place asks it for
+    the cache identity (:func:`served_engine`), the run's preflight and ``eval doctor``.
+
+    A server nothing answers for raises ``openai.APIConnectionError`` (or ``APITimeoutError``):
+    what that means is each caller's to say (a stop, an "unlisted" engine, a FAIL line)."""
+    import openai
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+    try:
+        return list(client.models.list().data)
+    except openai.APIStatusError:
+        return None
+
+
 def served_engine(base_url: str, model: str, api_key: str = "EMPTY") -> str:
     """Which engine serves ``model`` at ``base_url``, and from what: the model list's ``owned_by``
     (``vllm``, ``sglang``, ``llamacpp``) and, where the engine says it, the weights it loaded
@@ -89,12 +106,11 @@ def served_engine(base_url: str, model: str, api_key: str = "EMPTY") -> str:
     ``unlisted`` where the server has no list or cannot be reached (the run's preflight then
     stops a run that cannot reach it); only an answer is remembered."""
     import openai
-    from openai import OpenAI
 
     if (base_url, model) in _ENGINES:
         return _ENGINES[(base_url, model)]
     try:
-        listed = OpenAI(base_url=base_url, api_key=api_key, timeout=10.0, max_retries=0).models.list().data
+        listed = list_models(base_url, api_key) or []
     except openai.OpenAIError:
         return "unlisted"
     entry = next((m for m in listed if m.id == model), listed[0] if listed else None)

@@ -30,20 +30,20 @@ class LLMUnreachable(UserFacingError):
 
 
 def served_models(backend: Any) -> list[str] | None:
-    """The model ids the server lists (``GET /models``), or None where it has no such list.
+    """The model ids the server lists, or None where it has no such list.
 
     A connection that fails is the one-line stop: nothing listens where ``llm.base_url`` points."""
     import openai
 
+    from clag.llm.openai_backend import list_models
+
     try:
-        page = backend.client.with_options(timeout=LIST_TIMEOUT_S, max_retries=0).models.list()
+        listed = list_models(backend.base_url, backend.client.api_key, LIST_TIMEOUT_S)
     except (openai.APIConnectionError, openai.APITimeoutError) as exc:
         raise LLMUnreachable(
             f"no LLM server answers at {backend.base_url} ({type(exc).__name__}: {exc}); start one "
             "(bash scripts/serve.sh <engine> <model>) or point llm.base_url at it") from None
-    except openai.APIStatusError:
-        return None
-    return [str(model.id) for model in page.data]
+    return None if listed is None else [str(model.id) for model in listed]
 
 
 def check_server(backend: Any, shape: RequestShape) -> str | None:
