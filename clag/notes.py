@@ -80,10 +80,10 @@ def _as_str_list(value: Any) -> list[str]:
 
 @dataclass(frozen=True)
 class NoteOptions:
-    """The note machinery's options (``configs/method/amem.yaml``; CLAG's file repeats them): the
-    constructor's schema, checked once here. The defaults are the reference's; the method YAML
-    files state every value again so that a run's ``config.yaml`` records it, and
-    ``tests/test_method_options.py`` keeps the two equal.
+    """The note machinery's options, shared by A-mem and CLAG: the constructor's schema, checked
+    once here. The defaults are CLAG's reference values (``baselines.amem.AMemOptions`` changes
+    A-mem's three); the method YAML files state every value again so that a run's
+    ``config.yaml`` records it, and ``tests/test_method_options.py`` keeps the two equal.
 
     ``link_limit`` caps the linked notes appended per retrieved note (CLAG's reference loop
     admits k = 10, A-mem's k + 1). ``keyword_separator="cosmos"`` is A-mem's prompt typo.

@@ -139,7 +139,7 @@ ANCHOR_FIGURES = ("f1_by_question", "bleu1_by_question", "recall@10_by_question"
 
 def figure_differences(anchor: dict, now: dict) -> list[tuple[str, object, object]]:
     """(figure, anchor's value, this run's) for each compared figure that differs, one level
-    into dicts (``per_tag.evolve.capped``), so a difference names the call where it starts."""
+    into dicts (``per_tag.evolve``), so a difference in the per-call figures names its call tag."""
     out: list[tuple[str, object, object]] = []
     for key in ANCHOR_FIGURES:
         a, b = anchor.get(key), now.get(key)
@@ -155,7 +155,7 @@ def figure_differences(anchor: dict, now: dict) -> list[tuple[str, object, objec
 def anchor_report() -> str:
     """clag:3 against the anchor's seed-42 run: the in-process engine is deterministic, so the
     same command on later code gives the same figures unless a change reached a request."""
-    from eval.runs import find_runs
+    from eval.runs import RunRecord
     from scripts.anchor_compare import run_figures
 
     stored = json.loads(ANCHOR.read_text(encoding="utf-8"))[ANCHOR_SETUP]["runs"]
@@ -163,7 +163,7 @@ def anchor_report() -> str:
     runs = job_runs(Job("clag", 3))
     if not runs or run_state(runs[-1]) != "complete":
         return "clag:3 has no complete run yet"
-    run = next(r for r in find_runs(RUNS) if r.path == runs[-1])
+    run = RunRecord(runs[-1], *runs[-1].parts[-4:-1])      # <data>/<method>/<llm>/<run>
     differences = figure_differences(anchor, run_figures(run))
     head = f"clag:3 ({runs[-1].name}) vs the anchor's seed-42 run ({anchor['run']}): "
     if not differences:
