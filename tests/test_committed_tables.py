@@ -46,3 +46,15 @@ def test_the_anchor_repeat_names_the_first_figure_that_moved():
     moved = {**anchor, "per_tag": {"note": {"calls": 134}, "evolve": {"capped": 8}}, "cluster_sizes": [52, 47]}
     assert power.figure_differences(anchor, moved) == [
         ("per_tag.evolve", {"capped": 9}, {"capped": 8}), ("cluster_sizes", [52, 48], [52, 47])]
+
+
+def test_the_power_queue_runs_every_method_on_every_stream_once_claim_by_claim():
+    power = power_script()
+    assert sorted(m for tier in power.CLAIM_TIERS for m in tier) == sorted(power.METHODS)
+    names = [job.name for job in power.jobs()]
+    assert len(names) == len(set(names))
+    assert {(m, s) for m in power.METHODS for s in power.STREAMS} <= {(j.method, j.stream) for j in power.jobs()}
+    # the paper's main table is decided on all its streams before an ablation starts
+    last_main = max(i for i, j in enumerate(power.jobs()) if j.method in power.CLAIM_TIERS[0])
+    first_ablation = min(i for i, j in enumerate(power.jobs()) if j.method not in power.CLAIM_TIERS[0])
+    assert last_main < first_ablation
