@@ -183,8 +183,8 @@ def tables(args: list[str]) -> int:
         for llm in built:
             written += make_plots([r for r in used if r.llm == llm], ns.out / llm)
     for llm_tables in built.values():
-        for table in llm_tables:           # the summary, then the paper's tables of each setup
-            if table.name != "summary" and table.name.partition("@")[0] not in PAPER_TABLES:
+        for table in llm_tables:           # the summary, then the paper's tables and claims of each setup
+            if table.name != "summary" and table.name.partition("@")[0] not in (*PAPER_TABLES, "claims"):
                 continue
             print(to_markdown(table))
     print(f"wrote {len(written)} files under {ns.out}")

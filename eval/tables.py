@@ -7,7 +7,8 @@ reproduced value, published value, delta, and — for every method but CLAG — 
 bootstrap 95% CI of its difference from CLAG on the same questions. Missing runs show "—".
 Values are ×100. Scores come from the runs' per-question rows (the DataFrame of
 :func:`eval.results.load`), so a notebook recomputes any cell; run records add what is not
-per question (cost, subset, prompt set, which runs exist).
+per question (cost, subset, prompt set, which runs exist). The ``claims`` table decides each claim
+of :mod:`eval.claims` from the same paired intervals.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval.claims import CLAIMS, Claim, decide, decide_claim
 from eval.labels import DEFAULT_PROFILE, method_label
 from eval.resources import paper_dir
 from eval.runs import RunGroup, find_runs, latest_runs
@@ -133,7 +135,8 @@ def to_markdown(table: Table) -> str:
 
 def _latex_escape(text: str) -> str:
     for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
-                          ("#", r"\#"), ("—", "--"), ("Δ", r"$\Delta$")):
+                          ("#", r"\#"), ("—", "--"), ("Δ", r"$\Delta$"),
+                          ("−", "$-$"), ("×", r"$\times$")):
         text = text.replace(char, escaped)
     return text
 
@@ -277,6 +280,74 @@ def paper_table(name: str, runs: dict[tuple[str, str, str], RunGroup], llm: str,
             notes.append(f"run used: {method}/{data}: {run.name} ({run.metrics['questions']} questions)")
     columns = ["Method", "Data", "Metric", "Reproduced", "Published", "Δ", "vs CLAG (95% CI)"]
     return Table(name, f"{title} ({llm}; {profile})", columns, rows, notes)
+
+
+def _published_value(claim: Claim, method: str, paper_dir: Path) -> float | None:
+    if claim.published is None:
+        return None
+    for row in read_published(PAPER_TABLES[claim.published][1], paper_dir):
+        if row["method"] == method and row["data"] == claim.data:
+            return float(row[claim.metric])
+    return None
+
+
+def _tokens_per_question(run: RunGroup) -> float:
+    """Every token the run's calls cost (prompt and output, ingest and questions) per question."""
+    spent = sum(_tokens(phase, kind) for phase in _phase_counts(run) for kind in ("prompt", "completion"))
+    return spent / max(run.metrics.get("questions", 0), 1)
+
+
+def claims_table(runs: dict[tuple[str, str, str], RunGroup], llm: str, paper_dir: Path = PAPER_DIR,
+                 resamples: int = 2000, seed: int = 0, profile: str = DEFAULT_PROFILE,
+                 scores: QuestionScores | None = None) -> Table:
+    """Each claim of :data:`eval.claims.CLAIMS` on a dataset these runs answered: a row per rival
+    (the published and the reproduced difference, its paired CI, the questions it pairs on, the
+    LLM tokens the claimed winner spent per question against the rival's), then the claim's
+    decision (:func:`eval.claims.decide_claim`)."""
+    scores = scores or QuestionScores.of(runs)
+    answered = {data for (_, data, run_llm) in runs if run_llm == llm}
+    rows: list[list[Any]] = []
+    unhealthy: dict[str, list[str]] = {}
+    for claim in CLAIMS:
+        if claim.data not in answered:
+            continue
+        winner = method_label(claim.method, profile)
+        mine = scores.per_question(winner, claim.data, llm, claim.metric)
+        decisions = []
+        for rival in claim.rivals:
+            theirs = scores.per_question(method_label(rival, profile), claim.data, llm, claim.metric)
+            interval = paired_difference(mine, theirs, resamples, seed) if mine and theirs else None
+            published = [_published_value(claim, m, paper_dir) for m in (claim.method, rival)]
+            runs_of = [runs.get((method_label(m, profile), claim.data, llm)) for m in (claim.method, rival)]
+            ratio = None
+            if all(r is not None for r in runs_of) and runs_of[0].streams == runs_of[1].streams:
+                ratio = _tokens_per_question(runs_of[0]) / max(_tokens_per_question(runs_of[1]), 1e-9)
+            shown: Any = interval
+            flagged = [r for r in runs_of if r is not None and not r.health["healthy"]]
+            if interval is not None and flagged:
+                shown = Flagged(interval)
+                unhealthy.update({f"{r.label}/{r.data}: {r.name}": r.health["flags"] for r in flagged})
+            decisions.append(decide(interval))
+            rows.append([claim.statement, claim.data, METRIC_LABELS[claim.metric],
+                         f"{claim.method} − {rival}",
+                         None if None in published else f"{published[0] - published[1]:+.2f}", shown,
+                         interval.n if interval else None, None if ratio is None else f"{ratio:.2f}×",
+                         decisions[-1]])
+        rows.append([claim.statement, claim.data, METRIC_LABELS[claim.metric], "the claim", None, None, None,
+                     None, decide_claim(decisions)])
+    notes = [f"Reproduced with llm={llm}, profile {profile}; published values use Qwen3-0.6B. Differences "
+             "×100: the claimed winner minus the rival, on the questions both answered (paired bootstrap "
+             "95% CI).",
+             "A pair supports the claim when its CI lies above 0, contradicts it when below, and cannot "
+             "decide it otherwise. The claim is supported when every pair is (an intersection-union test: "
+             "no correction needed) and contradicted when any pair is (95% per rival, not corrected for the "
+             "number of rivals).",
+             "LLM tokens: the winner's prompt and output tokens per question (ingest included) over the "
+             "rival's, on the same streams (— when their streams differ)."]
+    notes.extend(health_notes(unhealthy))
+    columns = ["Claim", "Data", "Metric", "Comparison", "Published Δ", "Δ here (95% CI)", "Questions",
+               "LLM tokens", "Decision"]
+    return Table("claims", f"The paper's claims ({llm}; {profile})", columns, rows, notes)
 
 
 def _keeps_own_prompts(run: RunGroup) -> bool:
@@ -536,6 +607,10 @@ def build_tables(runs_root: Path, llm: str | None = None, paper_dir: Path = PAPE
                 if len(setups) > 1:
                     table.name = f"{table_name}@{setup}"
                 tables.append(table)
+            claims = claims_table(runs, name, paper_dir, resamples, seed, setup, scores)
+            if len(setups) > 1:
+                claims.name = f"claims@{setup}"
+            tables.append(claims)
         tables += [locomo_categories(runs, name, scores), retrieval_all(runs, name, scores), cost(runs, name)]
         out[name] = tables
     return out
