@@ -210,6 +210,10 @@ class CLAGMemory(NoteMemory):
             "router": self.options.router,
             "clusters": len(self.clusters),
             "cluster_sizes": {cid: len(c.members) for cid, c in self.clusters.items()},
+            # which turns each cluster held at the end: with a question's gold and the clusters its
+            # retrieval searched, the record says whether the gold was within reach of stage 2
+            "cluster_members": {cid: [t for m in c.members for t in self.notes[m].source_turn_ids]
+                                for cid, c in self.clusters.items()},
             "cluster_profiles": {cid: {"summary": c.summary, "tags": c.tags}
                                  for cid, c in self.clusters.items()},
             "routing": {"decisions": len(self.routing_log), "routed": len(routed), "reasons": reasons},

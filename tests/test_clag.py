@@ -45,6 +45,9 @@ def test_clusters_start_with_kmeans_at_100_notes_and_get_slm_profiles(embedder):
     assert summaries == {"Talk about sports.", "Talk about cooking.", "Talk about astronomy."}
     assert all(c.tags[1] == "talk" and len(c.tags) == 3 for c in memory.clusters.values())   # first word, max 3
     assert len(memory.cluster_index) == 100 and memory.cluster_history[-1]["event"] == "init"
+    members = memory.stats()["cluster_members"]           # the record says which turns each cluster held
+    assert sorted(t for held in members.values() for t in held) == sorted(t.id for t in turns(100))
+    assert {cid: len(held) for cid, held in members.items()} == memory.stats()["cluster_sizes"]
 
 
 def test_routing_commits_after_evolution_and_leaves_centroids_stale(embedder):
