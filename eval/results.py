@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -108,7 +110,45 @@ def git_state(cwd: Path = PROJECT_ROOT) -> dict[str, Any]:
 
     commit = git("rev-parse", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    state: dict[str, Any] = {"commit": commit, "dirty": bool(status) if status is not None else None}
+    if status:
+        # which uncommitted changes: two runs from dirty trees can then be told apart (or not)
+        diff = git("diff", "HEAD")
+        if diff is not None:
+            state["diff_sha256"] = hashlib.sha256(diff.encode()).hexdigest()
+    return state
+
+
+#: CPU features whose kernels llama.cpp and torch choose between (different kernels round differently)
+CPU_FLAGS = ("avx", "avx2", "avx512f", "avx512bw", "avx512vnni", "avx512_bf16", "fma", "f16c", "amx_tile",
+             "asimd", "sve")
+
+
+def cpu_description() -> dict[str, Any]:
+    """The processor and the features its kernels use; Linux's /proc/cpuinfo, else the platform."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                model = value.strip()
+            elif key.strip() in ("flags", "Features"):
+                flags |= set(value.split())
+    except OSError:
+        pass
+    return {"model": model, "flags": [f for f in CPU_FLAGS if f in flags]}
+
+
+def llama_cpp_build() -> str | None:
+    """llama.cpp's own description of the kernels it was built with (llama-cpp-python installed)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    try:
+        import llama_cpp
+
+        return llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip()
+    except Exception:  # noqa: BLE001 - a broken build is reported by the backend, not here
+        return None
 
 
 def package_versions(names: tuple[str, ...] = TRACKED_PACKAGES) -> dict[str, str]:
@@ -128,6 +168,8 @@ def environment(seeds: dict[str, Any]) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_description(),
+        "llama_cpp_build": llama_cpp_build(),
         "packages": package_versions(),
         "git": git_state(),
         "seeds": seeds,
