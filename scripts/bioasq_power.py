@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 LLM = "qwen2.5-coder-0.5b"
 RUNS = ROOT / "results" / "bioasq" / LLM / "runs"
 #: the anchor's setup: the reference's prompts sent as its OpenAI controller sent them, decoded
-#: with llama-cpp-python's server defaults, in process (deterministic: a rerun gives the same rows)
+#: with llama-cpp-python's server defaults, in process (a rerun on the same build gave the same rows)
 SETUP = ["profile=reference", "profile.request_shape=openai", "decoding=llama-cpp-python", "seed=42"]
 SETUP_NAME = "reference+openai+llama-cpp-python"
 METHODS = ("rag", "gam", "memoryos", "amem", "clag", "clag_kmeans", "clag_cosine", "clag_plus")
@@ -159,8 +159,9 @@ def figure_differences(anchor: dict, now: dict) -> list[tuple[str, object, objec
 
 
 def anchor_report() -> str:
-    """clag:3 against the anchor's seed-42 run: the in-process engine is deterministic, so the
-    same command on later code gives the same figures unless a change reached a request."""
+    """clag:3 against the anchor's seed-42 run, the same command on later code: a figure that moved
+    names the call tag where the runs parted (a change that reached a request, or another build
+    or CPU: ``env.json`` records both since the anchor ran)."""
     from eval.runs import RunRecord
     from scripts.anchor_compare import run_figures
 

@@ -84,6 +84,8 @@ def run_reach(run_dir: Path) -> list[Reach] | None:
 def summary(reaches: Sequence[Reach]) -> dict[str, float]:
     """Means over questions, ×100 for shares; R@10 of the reachable pools the gold in reach."""
     n = len(reaches)
+    if not n:
+        raise ValueError("no question with gold evidence to score")
     reachable = sum(r.in_reach for r in reaches)
     return {"questions": n,
             "searched globally": sum(r.searched_globally for r in reaches),
@@ -106,9 +108,9 @@ def report(root: Path) -> str:
     for run in sorted(clag_runs(root), key=lambda r: (r.label, r.streams)):
         reaches = run_reach(run.path)
         name = f"{run.label} ({run.path.name})"
-        if reaches is None:
-            lines.append(f"| {name} | {', '.join(run.streams)} | cluster members not recorded |"
-                         + " |" * (len(columns) - 1))
+        if not reaches:
+            why = "cluster members not recorded" if reaches is None else "no question with gold evidence"
+            lines.append(f"| {name} | {', '.join(run.streams)} | {why} |" + " |" * (len(columns) - 1))
             continue
         figures = summary(reaches)
         cells = [f"{figures[c]:.0f}" if c in ("questions", "searched globally") else f"{figures[c]:.2f}"

@@ -54,3 +54,5 @@ def test_the_report_scores_runs_that_recorded_members_and_names_those_that_did_n
     lines = reach.report(tmp_path).splitlines()
     assert "| 2 | 0 | 1.00 | 2.50 | 75.00 | 75.00 | 100.00 |" in lines[2]
     assert "cluster members not recorded" in lines[3]
+    with pytest.raises(ValueError):
+        reach.summary([])
