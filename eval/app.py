@@ -35,7 +35,14 @@ def execute(cfg: DictConfig) -> Path:
     from eval.data import load_dataset
     from eval.labels import describe
     from eval.methods import build_method
-    from eval.results import claim_run_directory, environment, record_resume, write_json
+    from eval.results import (
+        claim_run_directory,
+        earlier_cpu,
+        environment,
+        latest_complete_run,
+        record_resume,
+        write_json,
+    )
     from eval.runner import run_dataset, write_status
     from eval.scoring import format_summary
 
@@ -44,6 +51,14 @@ def execute(cfg: DictConfig) -> Path:
     from eval.tracking import check_logger
 
     check_logger(resolved.get("logger"))
+    names = describe(resolved)
+    chash = config_hash(semantic_config(resolved))
+    if resolved.get("skip_complete"):
+        done = latest_complete_run(Path(resolved["results_root"]), names["data"], names["method"],
+                                   names["llm"], chash)
+        if done is not None:
+            print(f"already complete, not run again (skip_complete=true): {done}", flush=True)
+            return done
     dataset = load_dataset(resolved["data"])
     if dataset.num_questions == 0:
         raise UserFacingError(
@@ -55,10 +70,9 @@ def execute(cfg: DictConfig) -> Path:
     warning = method.check_llm()        # a server that cannot answer stops the run here, at once
     if warning:
         print(warning, flush=True)
-    names = describe(resolved)
-    chash = config_hash(semantic_config(resolved))
     run_dir, resumed = claim_run_directory(Path(resolved["results_root"]), names["data"], names["method"],
                                            names["llm"], chash)
+    earlier = earlier_cpu(run_dir) if resumed else (0.0, True)
     if resumed:
         print(f"resuming the interrupted run in {run_dir}", flush=True)
         record_resume(run_dir)
@@ -88,10 +102,11 @@ def execute(cfg: DictConfig) -> Path:
                               streams=int(concurrency.get("streams", 1)),
                               questions=int(concurrency.get("questions", 1)))
     except KeyboardInterrupt:
-        write_status(run_dir, "interrupted")
+        write_status(run_dir, "interrupted", **process_cost(cpu_started, *earlier))
         raise RunInterrupted(run_dir) from None
     except BaseException as exc:
-        write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}")
+        write_status(run_dir, "failed", error=f"{type(exc).__name__}: {exc}",
+                     **process_cost(cpu_started, *earlier))
         raise
     from eval.tracking import log_run
 
@@ -104,9 +119,9 @@ def execute(cfg: DictConfig) -> Path:
     write_json(run_dir / "health.json", report)
     failed = every_call_failed(ledger.get("total", {}))
     if failed:
-        write_status(run_dir, "failed", error=failed)
+        write_status(run_dir, "failed", error=failed, **process_cost(cpu_started, *earlier))
         raise UserFacingError(f"{failed} ({run_dir})")
-    write_status(run_dir, "complete", **process_cost(cpu_started))
+    write_status(run_dir, "complete", **process_cost(cpu_started, *earlier))
     print(what_ran(resolved, dataset, run_dir))
     print(format_summary(metrics))
     print(summary_line(report))
@@ -114,13 +129,18 @@ def execute(cfg: DictConfig) -> Path:
     return run_dir
 
 
-def process_cost(cpu_started: float) -> dict[str, float]:
+def process_cost(cpu_started: float, earlier_s: float = 0.0, earlier_whole: bool = True) -> dict[str, Any]:
     """This run's CPU seconds (every thread of the process: the harness, and an in-process model)
-    and the process's peak resident memory so far, for ``status.json`` and the benchmarks."""
+    and the process's peak resident memory so far, for ``status.json`` and the benchmarks.
+
+    A resumed run adds what its earlier processes recorded when they stopped, so ``cpu_s`` is the
+    run's, not its last start's; ``cpu_whole`` is false when an earlier process was killed before
+    it could record its share (that share is missing from ``cpu_s``)."""
     import resource
 
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss      # KiB on Linux
-    return {"cpu_s": round(time.process_time() - cpu_started, 2), "peak_rss_mib": round(peak_kib / 1024, 1)}
+    return {"cpu_s": round(earlier_s + time.process_time() - cpu_started, 2), "cpu_whole": earlier_whole,
+            "peak_rss_mib": round(peak_kib / 1024, 1)}
 
 
 def _subset_text(data_cfg: dict) -> str:

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 #: keys that change how a run is shown, not what it computes (left out of the config hash)
-PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger", "health")
+PRESENTATION_KEYS = ("progress", "debug", "results_root", "snapshot_dir", "logger", "health", "skip_complete")
 
 
 def config_hash(config: dict[str, Any]) -> str:

@@ -69,6 +69,17 @@ def _try_lock(run_dir: Path) -> IO[str] | None:
 _LOCKS: list[IO[str]] = []
 
 
+def latest_complete_run(root: Path, data: str, method: str, llm: str, chash: str) -> Path | None:
+    """The newest directory of this config hash whose run completed, if any (``skip_complete``)."""
+    done = [p for p in _same_config(root / data / method / llm, chash) if _state(p) == "complete"]
+    return done[-1] if done else None
+
+
+def _same_config(base: Path, chash: str) -> list[Path]:
+    """Run directories of one config hash, oldest first (their names start with the start time)."""
+    return sorted(list(base.glob(f"*-{chash}")) + list(base.glob(f"*-{chash}-*")), key=lambda p: p.name)
+
+
 def claim_run_directory(root: Path, data: str, method: str, llm: str, chash: str) -> tuple[Path, bool]:
     """The directory this run writes to, and whether it resumes an interrupted one.
 
@@ -76,8 +87,7 @@ def claim_run_directory(root: Path, data: str, method: str, llm: str, chash: str
     process holds it; otherwise a new directory is made. Either way it is locked until exit, so
     two runs at once never write into the same directory.
     """
-    base = root / data / method / llm
-    same = sorted(list(base.glob(f"*-{chash}")) + list(base.glob(f"*-{chash}-*")), key=lambda p: p.name)
+    same = _same_config(root / data / method / llm, chash)
     if same and _state(same[-1]) != "complete":
         lock = _try_lock(same[-1])
         if lock is not None:
@@ -174,6 +184,21 @@ def environment(seeds: dict[str, Any]) -> dict[str, Any]:
         "git": git_state(),
         "seeds": seeds,
     }
+
+
+def earlier_cpu(run_dir: Path) -> tuple[float, bool]:
+    """CPU seconds an unfinished run's earlier processes spent, and whether that is all of it.
+
+    A process stopped by Ctrl-C (or a failure) writes its cumulative ``cpu_s`` into ``status.json``;
+    one that was killed outright leaves the state ``running`` and no figure, so its share is lost
+    and the sum is marked partial."""
+    try:
+        status = json.loads((run_dir / "status.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0.0, False
+    if status.get("state") == "running" or "cpu_s" not in status:
+        return float(status.get("cpu_s") or 0.0), False
+    return float(status["cpu_s"]), bool(status.get("cpu_whole", True))
 
 
 def record_resume(run_dir: Path) -> None:

@@ -87,3 +87,39 @@ def test_two_runs_at_once_write_separate_directories(data_root, tmp_path):
     dirs = sorted(p.parent for p in (tmp_path / "runs").glob("*/*/*/*/status.json"))
     assert len(dirs) == 2
     assert (dirs[0] / "predictions.jsonl").read_bytes() == (dirs[1] / "predictions.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_skip_complete_leaves_a_finished_run_alone(data_root, tmp_path):
+    """A relaunched sweep goes on where it stopped: with ``skip_complete=true`` a config that
+    already completed is not run again; without it, it runs again in a new directory."""
+    run_to_end(tmp_path, data_root)
+    first = only_run_dir(tmp_path)
+    before = (first / "status.json").read_bytes()
+    proc = subprocess.run(command(tmp_path) + ["skip_complete=true"], cwd=REPO, env=environment(data_root),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"already complete, not run again (skip_complete=true): {first}" in proc.stdout
+    assert only_run_dir(tmp_path) == first and (first / "status.json").read_bytes() == before
+    run_to_end(tmp_path, data_root)                      # the default: run again, a new directory
+    assert len(list((tmp_path / "runs").glob("*/*/*/*/status.json"))) == 2
+
+
+@pytest.mark.slow
+def test_an_interrupted_runs_cpu_time_carries_into_its_resume(data_root, tmp_path):
+    """Ctrl-C writes the run's CPU seconds so far; the resumed run's ``cpu_s`` adds them."""
+    proc = subprocess.Popen(command(tmp_path), cwd=REPO, env=environment(data_root),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list((tmp_path / "runs").glob("*/*/*/*/timings.jsonl")):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    run_dir = only_run_dir(tmp_path)
+    stopped = json.loads((run_dir / "status.json").read_text())
+    assert stopped["state"] == "interrupted" and stopped["cpu_s"] > 0 and stopped["cpu_whole"] is True
+    run_to_end(tmp_path, data_root)
+    done = json.loads((only_run_dir(tmp_path) / "status.json").read_text())
+    assert done["state"] == "complete" and done["cpu_whole"] is True
+    assert done["cpu_s"] > stopped["cpu_s"]
