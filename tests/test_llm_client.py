@@ -120,3 +120,52 @@ def test_an_interrupted_prefetch_keeps_every_chunk_that_returned(tmp_path):
     fresh = LLMClient(ScriptedBackend(lambda r: "{}"), cache=cache)
     out = fresh.generate([Request(prompt=f"p{i}", temperature=0, tag="note") for i in range(35)])
     assert sum(c.cached for c in out) == 20
+
+
+def test_a_one_at_a_time_backend_caches_each_prefetched_reply_as_it_comes(tmp_path):
+    """An in-process llama.cpp model decodes a chunk request by request, so prefetch sends them one
+    by one: a stop loses the request in flight, not the chunk (half an hour of note analyses)."""
+    from clag.llm.cache import RequestCache
+    from tests.scripted_llm import ScriptedBackend
+
+    class Interrupted(ScriptedBackend):
+        def generate(self, requests):
+            if sum(len(b) for b in self.batches) >= 7:
+                raise KeyboardInterrupt
+            return super().generate(requests)
+
+    requests = [Request(prompt=f"p{i}", temperature=0, tag="note") for i in range(20)]
+    cache = RequestCache(tmp_path / "c.sqlite")
+    client = LLMClient(Interrupted(lambda r: "{}"), cache=cache)
+    client.decodes_one_at_a_time = True
+    with pytest.raises(KeyboardInterrupt):
+        client.prefetch(requests)
+    assert [len(b) for b in client.backend.batches] == [1] * 7
+    fresh = LLMClient(ScriptedBackend(lambda r: "{}"), cache=cache)
+    assert sum(c.cached for c in fresh.generate(requests)) == 7
+
+
+def test_one_at_a_time_prefetch_sends_the_same_requests_in_the_same_order():
+    """The switch changes only how the requests are grouped: seeds, order and replies are the same."""
+    from tests.scripted_llm import ScriptedBackend
+
+    requests = [Request(prompt=f"p{i % 4}", temperature=0.7, tag="note") for i in range(10)]
+    sent = {}
+    for one_by_one in (False, True):
+        client = LLMClient(ScriptedBackend(lambda r: f"reply to {r.prompt} {r.seed}"))
+        client.decodes_one_at_a_time = one_by_one
+        client.prefetch(requests)
+        replies = [c.text for c in client.generate(requests)]
+        sent[one_by_one] = ([(r.prompt, r.seed) for b in client.backend.batches for r in b], replies)
+    assert sent[False] == sent[True]
+
+
+def test_only_the_in_process_llamacpp_backend_decodes_one_at_a_time():
+    from clag.llm.models import backend_kind
+
+    in_process = {"backend": "llamacpp", "server": None}
+    served = {"backend": "llamacpp", "server": "auto"}
+    assert backend_kind(in_process).decodes_one_at_a_time(in_process)
+    assert not backend_kind(served).decodes_one_at_a_time(served)
+    assert not backend_kind({"backend": "openai"}).decodes_one_at_a_time({"backend": "openai"})
+    assert not backend_kind({"backend": "hf"}).decodes_one_at_a_time({"backend": "hf"})

@@ -41,6 +41,10 @@ class LLMClient:
     #: prefetched requests go to the backend (and into the cache) this many at a time, so an
     #: interruption loses at most one chunk (``batching.prefetch_chunk``)
     prefetch_chunk = 64
+    #: the backend decodes a batch one request after another (an in-process llama.cpp model):
+    #: prefetch then sends one request at a time, the same requests in the same order, so each
+    #: reply is cached as it comes and a stop loses at most the request in flight
+    decodes_one_at_a_time = False
 
     def __init__(self, backend: LLM, ledger: Ledger | None = None, cache: RequestCache | None = None,
                  run_seed: int = 42, max_error_rate: float = 0.1, error_allowance: int = 3,
@@ -124,7 +128,7 @@ class LLMClient:
         saved = Counter(self._occurrences)
         seeded = [self._seeded(r) for r in requests]
         self._occurrences = saved              # the later calls draw these same seeds again
-        size = self.prefetch_chunk
+        size = 1 if self.decodes_one_at_a_time else self.prefetch_chunk
         with tqdm(total=len(seeded), desc=f"prefetch {self._scope or ''}".strip(), leave=False,
                   disable=not self.progress or len(seeded) <= size) as bar:
             for start in range(0, len(seeded), size):   # each chunk is cached as soon as it returns

@@ -109,6 +109,12 @@ class BackendKind:
         micro-batcher (which would hold every caller until its whole batch returned)."""
         return False
 
+    def decodes_one_at_a_time(self, cfg: Mapping[str, Any]) -> bool:
+        """The backend answers a batch one request after another: a large prefetch chunk gains it
+        nothing and, since a chunk is cached only when it returns, a stop would lose up to a whole
+        chunk of decoding (64 note analyses: half an hour on 2 cores)."""
+        return False
+
     def preflight(self, cfg: Mapping[str, Any], shape: RequestShape) -> str | None:
         """Stop (one line) before a run ingests anything if this backend cannot answer; a warning
         line, or None. In-process backends fail when they load, so they check nothing here."""
@@ -276,6 +282,9 @@ class LlamaCppKind(BackendKind):
     def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
         return served_by_llama_server(cfg)
 
+    def decodes_one_at_a_time(self, cfg: Mapping[str, Any]) -> bool:
+        return not served_by_llama_server(cfg)          # llama-cpp-python: one sequence at a time
+
 
 class FactoryKind(BackendKind):
     """A user's own backend given as ``llm.backend=package.module:function`` (cfg → backend);
@@ -352,16 +361,19 @@ def build_client(cfg: Mapping[str, Any], run_seed: int, ledger: Ledger | None = 
     """The client for an ``llm`` config; ``micro_batch`` (max_batch, max_wait_ms) puts a
     :class:`~clag.llm.batcher.MicroBatcher` in front of the backend for concurrent callers."""
     model_id = model_id_for(cfg)
+    kind = backend_kind(cfg)
     backend: LLM = LazyBackend(cfg, model_id) if model_id else build_backend(cfg)
-    if micro_batch and not backend_kind(cfg).batches_by_itself(cfg):
+    if micro_batch and not kind.batches_by_itself(cfg):
         from clag.llm.batcher import MicroBatcher
 
         backend = MicroBatcher(backend, max_batch=int(micro_batch.get("max_batch", 32)),
                                max_wait_s=float(micro_batch.get("max_wait_ms", 20)) / 1000)
     cache = RequestCache(Path(cfg["cache_path"])) if cfg.get("cache_path") else None
-    return LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed,
-                     max_error_rate=float(cfg.get("max_error_rate", 0.1)), progress=progress,
-                     greedy=bool(cfg.get("greedy", False)))
+    client = LLMClient(backend, ledger=ledger, cache=cache, run_seed=run_seed,
+                       max_error_rate=float(cfg.get("max_error_rate", 0.1)), progress=progress,
+                       greedy=bool(cfg.get("greedy", False)))
+    client.decodes_one_at_a_time = kind.decodes_one_at_a_time(cfg)
+    return client
 
 
 def decoding_report(cfg: Mapping[str, Any], backend: Any = None) -> dict[str, Any]:
