@@ -58,6 +58,10 @@ PUBLISHED = {"source": "ovg-project/kvcached PR 331, benchmarks/bench_layout/H10
 #: the paper's datasets (python -m eval data verify): turns and questions over all streams
 PAPER_MAIN = {"locomo": (5882, 1986), "hotpotqa": (8475, 200), "bioasq": (2724, 200)}
 PAPER_METHODS = 5
+#: each sweep preset's work: the datasets it runs and how many methods run on each
+PRESET_WORK = {"paper_main": (tuple(PAPER_MAIN), PAPER_METHODS),
+               "paper_main_server": (tuple(PAPER_MAIN), PAPER_METHODS),
+               "paper_ablation": (("bioasq",), 3)}
 
 
 def scripted_reply(body: dict[str, Any]) -> str:
@@ -234,21 +238,33 @@ def run_clag(url: str, turns: int, questions: int, root: Path, jobs: int) -> tup
 
 def projection(ledger: dict[str, Any], memories: int, questions: int) -> dict[str, Any]:
     """paper_main on one GPU: every method costing what CLAG cost here per memory and per
-    question (CLAG is among the costliest per memory), at the published server rate."""
+    question (CLAG is among the costliest per memory), at the published server rate; and the
+    same projection for each sweep preset (:data:`PRESET_WORK`)."""
     phases = ledger.get("by_phase", {})
     ingest, answer = phases.get("ingest", {}), phases.get("question", {})
     per_memory = {k: ingest.get(k, 0) / memories for k in ("calls", "prompt_tokens", "completion_tokens")}
     per_question = {k: answer.get(k, 0) / questions for k in ("calls", "prompt_tokens", "completion_tokens")}
-    turns = sum(t for t, _ in PAPER_MAIN.values())
-    qs = sum(q for _, q in PAPER_MAIN.values())
-    total = {k: PAPER_METHODS * (turns * per_memory[k] + qs * per_question[k]) for k in per_memory}
+    main = preset_projection(per_memory, per_question, "paper_main")
+    return {"per_memory": per_memory, "per_question": per_question, "paper_main_turns": main["turns"],
+            "paper_main_questions": main["questions"], "methods": PAPER_METHODS, "total": main["total"],
+            "published": PUBLISHED, "prompt_tokens_per_s": main["prompt_tokens_per_s"],
+            "output_tokens_per_s": main["output_tokens_per_s"], "projected_hours": main["projected_hours"],
+            "presets": {name: preset_projection(per_memory, per_question, name) for name in PRESET_WORK}}
+
+
+def preset_projection(per_memory: dict[str, float], per_question: dict[str, float],
+                      preset: str) -> dict[str, Any]:
+    """One preset's LLM work at CLAG's cost per memory and per question, and its hours at the
+    published rate, counting prompt and output work as if they never overlapped (conservative)."""
+    datasets, methods = PRESET_WORK[preset]
+    turns = sum(PAPER_MAIN[d][0] for d in datasets)
+    qs = sum(PAPER_MAIN[d][1] for d in datasets)
+    total = {k: methods * (turns * per_memory[k] + qs * per_question[k]) for k in per_memory}
     prompt_rate = PUBLISHED["requests_per_s"] * PUBLISHED["prompt_tokens"]
     output_rate = PUBLISHED["requests_per_s"] * PUBLISHED["completion_tokens"]
-    # conservative: prompt and output work as if they never overlapped
     seconds = total["prompt_tokens"] / prompt_rate + total["completion_tokens"] / output_rate
-    return {"per_memory": per_memory, "per_question": per_question, "paper_main_turns": turns,
-            "paper_main_questions": qs, "methods": PAPER_METHODS, "total": total,
-            "published": PUBLISHED, "prompt_tokens_per_s": prompt_rate, "output_tokens_per_s": output_rate,
+    return {"datasets": list(datasets), "methods": methods, "turns": turns, "questions": qs, "total": total,
+            "prompt_tokens_per_s": prompt_rate, "output_tokens_per_s": output_rate,
             "projected_hours": seconds / 3600}
 
 
@@ -299,8 +315,9 @@ def main() -> int:
           f"mean {result['in_flight']['mean']:.1f}; stub busy {t['busy_share']:.0%} of the wall time, "
           f"batch fill {t['mean_batch_fill']:.1%}, {t['output_tokens_per_s']:.0f} tokens/s "
           f"({t['share_of_capacity']:.1%} of the stub's full-batch capacity)")
-    print(f"paper_main projection on one GPU: {p['projected_hours']:.2f} h "
-          f"({p['total']['calls']:.0f} calls, {p['total']['prompt_tokens'] / 1e6:.1f} M prompt tokens)")
+    for name, q in p["presets"].items():
+        print(f"{name} projection on one GPU: {q['projected_hours']:.2f} h "
+              f"({q['total']['calls']:.0f} calls, {q['total']['prompt_tokens'] / 1e6:.1f} M prompt tokens)")
     print(f"wrote {path}")
     return 0
 
