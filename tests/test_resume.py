@@ -90,24 +90,10 @@ def test_two_runs_at_once_write_separate_directories(data_root, tmp_path):
 
 
 @pytest.mark.slow
-def test_skip_complete_leaves_a_finished_run_alone(data_root, tmp_path):
-    """A relaunched sweep goes on where it stopped: with ``skip_complete=true`` a config that
-    already completed is not run again; without it, it runs again in a new directory."""
-    run_to_end(tmp_path, data_root)
-    first = only_run_dir(tmp_path)
-    before = (first / "status.json").read_bytes()
-    proc = subprocess.run(command(tmp_path) + ["skip_complete=true"], cwd=REPO, env=environment(data_root),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert f"already complete, not run again (skip_complete=true): {first}" in proc.stdout
-    assert only_run_dir(tmp_path) == first and (first / "status.json").read_bytes() == before
-    run_to_end(tmp_path, data_root)                      # the default: run again, a new directory
-    assert len(list((tmp_path / "runs").glob("*/*/*/*/status.json"))) == 2
-
-
-@pytest.mark.slow
-def test_an_interrupted_runs_cpu_time_carries_into_its_resume(data_root, tmp_path):
-    """Ctrl-C writes the run's CPU seconds so far; the resumed run's ``cpu_s`` adds them."""
+def test_an_interrupted_run_resumes_with_its_cpu_time_and_skip_complete_leaves_it_alone(data_root, tmp_path):
+    """Ctrl-C writes the run's CPU seconds so far and the resumed run's ``cpu_s`` adds them; then a
+    relaunched sweep goes on where it stopped: with ``skip_complete=true`` the completed config is
+    not run again, without it (the default) it runs again in a new directory."""
     proc = subprocess.Popen(command(tmp_path), cwd=REPO, env=environment(data_root),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -123,3 +109,12 @@ def test_an_interrupted_runs_cpu_time_carries_into_its_resume(data_root, tmp_pat
     done = json.loads((only_run_dir(tmp_path) / "status.json").read_text())
     assert done["state"] == "complete" and done["cpu_whole"] is True
     assert done["cpu_s"] > stopped["cpu_s"]
+
+    before = (run_dir / "status.json").read_bytes()
+    proc = subprocess.run(command(tmp_path) + ["skip_complete=true"], cwd=REPO, env=environment(data_root),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"already complete, not run again (skip_complete=true): {run_dir}" in proc.stdout
+    assert only_run_dir(tmp_path) == run_dir and (run_dir / "status.json").read_bytes() == before
+    run_to_end(tmp_path, data_root)                      # the default: run again, a new directory
+    assert len(list((tmp_path / "runs").glob("*/*/*/*/status.json"))) == 2
