@@ -83,7 +83,7 @@ def run_records(runs: Path) -> list[dict[str, Any]]:
             "run": str(run.relative_to(runs)), "state": status.get("state"), "error": status.get("error"),
             "method": run.parts[-3].split("@")[0], "data": run.parts[-4], "streams": len(stats),
             "memories": memories, "questions": questions, "cpu_s": cpu,
-            "peak_rss_mib": status.get("peak_rss_mib"),
+            "cpu_whole": status.get("cpu_whole"), "peak_rss_mib": status.get("peak_rss_mib"),
             "ingest_s": round(sum(float(s.get("ingest_seconds", 0)) for s in stats), 2),
             "cpu_ms_per_memory_and_question": (round(1000 * cpu / max(1, memories + questions), 2)
                                                if cpu else None)})
