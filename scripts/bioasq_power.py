@@ -105,7 +105,19 @@ def wall_time(run_dir: Path) -> str:
     stats = json.loads((run_dir / "memory_stats.json").read_text(encoding="utf-8"))
     ingest = sum(s.get("ingest_seconds", 0.0) for s in stats)
     text = f"{(ended - started) / 60:.1f} min ({ingest / 60:.1f} ingest)"
-    return text + (" resumed" if env.get("resumes") else "")
+    resumed = bool(env.get("resumes"))
+    return text + (" resumed" if resumed else "") + cpu_time(run_dir, resumed)
+
+
+def cpu_time(run_dir: Path, resumed: bool) -> str:
+    """The run's CPU time (``status.json``), which a resumed run's wall time cannot stand in for.
+    Runs made before ``cpu_s`` added a resumed run's earlier sessions record the last process
+    only; those, and runs with a session killed before it wrote its share, say ``partial``."""
+    status = json.loads((run_dir / "status.json").read_text(encoding="utf-8"))
+    if status.get("cpu_s") is None:
+        return ""
+    whole = status.get("cpu_whole", not resumed)
+    return f"; CPU {status['cpu_s'] / 3600:.2f} h" + ("" if whole else " (partial)")
 
 
 def progress_row(job: Job) -> list[str]:

@@ -41,3 +41,15 @@ def test_latest_complete_run_ignores_other_configs_and_unfinished_runs(tmp_path)
     write_status(base / "20261204-000000-aaaaaaaa-1", state="complete")
     assert latest_complete_run(tmp_path, "bioasq", "rag", "none", "aaaaaaaa") == base / "20261204-000000-aaaaaaaa-1"
     assert latest_complete_run(tmp_path, "bioasq", "rag", "none", "cccccccc") is None
+
+
+def test_the_power_progress_table_marks_a_cpu_figure_that_misses_a_session(tmp_path):
+    from scripts.bioasq_power import cpu_time
+
+    write_status(tmp_path, state="complete", cpu_s=7200.0, cpu_whole=True)
+    assert cpu_time(tmp_path, resumed=True) == "; CPU 2.00 h"
+    write_status(tmp_path, state="complete", cpu_s=3600.0)          # recorded before cpu_whole
+    assert cpu_time(tmp_path, resumed=False) == "; CPU 1.00 h"
+    assert cpu_time(tmp_path, resumed=True) == "; CPU 1.00 h (partial)"
+    write_status(tmp_path, state="complete")
+    assert cpu_time(tmp_path, resumed=False) == ""
