@@ -71,8 +71,9 @@ def breakdown(pairs: Sequence[Paired]) -> list[dict[str, object]]:
 
 
 def scores_by_question(group: RunGroup) -> dict[str, dict[str, float]]:
-    return {f"{r['sample_id']}::{r['question_id']}": {k: v for k, v in r["scores"].items() if v is not None}
-            for r in group.predictions}
+    """F1 and R@10 per question (``stream::question``), from the group's own per-question scores."""
+    f1, recall = group.per_question("f1"), group.per_question("recall@10")
+    return {q: {"f1": v, **({"recall@10": recall[q]} if q in recall else {})} for q, v in f1.items()}
 
 
 def find_method(groups: Mapping[tuple[str, str, str], RunGroup], method: str, data: str) -> RunGroup:
