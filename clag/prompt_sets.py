@@ -385,7 +385,7 @@ class ReferencePrompts:
         return template.render(context=context, question=question, answer_tmp=list(options or ()))
 
 
-#: the reference's controller classes, by the request shape that mirrors them
+#: the reference's controller classes, by the request format that mirrors them
 REFERENCE_CONTROLLERS = {"openai": "OpenAIController"}
 
 

@@ -179,16 +179,11 @@ def stop_now(message: str) -> None:
 
 
 def prompt_form(resolved: dict) -> str:
-    """How the prompts reached the model. The profile's request shape comes first: under
-    ``openai`` the client wraps every prompt in chat messages before the backend sees it, so the
-    backend's own ``prompt_format`` (raw) would misdescribe the run."""
-    from eval.labels import default_shape
+    """How the prompts reached the model: the run's request format."""
+    from clag.llm.request_format import describe_format
+    from eval.labels import request_format_name
 
-    profile = resolved.get("profile") or {}
-    shape = profile.get("request_shape") or default_shape(profile.get("name"))
-    if shape != "sglang":
-        return f"chat messages: request shape {shape}"
-    return f"{(resolved.get('llm') or {}).get('prompt_format', '-')} prompts"
+    return describe_format(request_format_name(resolved))
 
 
 def what_ran(resolved: dict, dataset, run_dir: Path) -> str:

@@ -7,6 +7,7 @@ one definition without importing each other.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 #: the profile whose runs are filed under the plain method name; others add ``@<profile>``
@@ -19,27 +20,42 @@ def method_label(method: str, profile: str | None) -> str:
     return method if not profile or profile == DEFAULT_PROFILE else f"{method}@{profile}"
 
 
-#: the request shape a setup name leaves unsaid: each profile's own (``robust`` sends chat messages,
-#: the instruct models' own template, since its raw-prompt runs copied the prompts' examples; every
-#: other profile the paper's SGLang path)
-PROFILE_SHAPES = {"robust": "openai"}
-DEFAULT_SHAPE = "sglang"
 DEFAULT_DECODING = "neutral"
+#: the request format of a profile that has no file to say (the paper's: raw prompts)
+DEFAULT_REQUEST_FORMAT = "raw"
 
 
-def default_shape(profile: str | None) -> str:
-    """The request shape ``profile`` uses when it does not name one."""
-    return PROFILE_SHAPES.get(profile or DEFAULT_PROFILE, DEFAULT_SHAPE)
+@cache
+def profile_request_format(profile: str | None) -> str:
+    """The request format ``profile``'s own file names (``configs/profile/<name>.yaml``), which
+    its setup name leaves unsaid; read from the file, so the profile says it once."""
+    import yaml
+
+    from eval.resources import CONFIG_DIR
+
+    path = CONFIG_DIR / "profile" / f"{profile or DEFAULT_PROFILE}.yaml"
+    try:
+        own = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("request_format")
+    except OSError:
+        own = None
+    return str(own or DEFAULT_REQUEST_FORMAT)
 
 
-def setup_name(profile: str | None, request_shape: str | None = None, decoding: str | None = None) -> str:
-    """The profile, with the request shape when it is not the profile's own and the decoding preset
-    when it is not neutral: ``reference``, ``reference+openai+llama-cpp-python``, ``robust+sglang``.
-    Runs that sent different requests or decoded them differently never share a directory, a row
-    or a column."""
+def request_format_name(cfg: Mapping[str, Any]) -> str:
+    """The run's request format: ``profile.request_format``, else its profile's own. Every reader
+    of a config (the client, the run's directory, its summary) resolves it here."""
+    profile = cfg.get("profile") or {}
+    return str(profile.get("request_format") or profile_request_format(profile.get("name")))
+
+
+def setup_name(profile: str | None, request_format: str | None = None, decoding: str | None = None) -> str:
+    """The profile, with the request format when it is not the profile's own and the decoding
+    preset when it is not neutral: ``reference``, ``reference+openai+llama-cpp-python``,
+    ``robust+raw``. Runs that sent different requests or decoded them differently never share a
+    directory, a row or a column."""
     parts = [profile or DEFAULT_PROFILE]
-    if request_shape and request_shape != default_shape(profile):
-        parts.append(request_shape)
+    if request_format and request_format != profile_request_format(profile):
+        parts.append(request_format)
     if decoding and decoding != DEFAULT_DECODING:
         parts.append(decoding)
     return "+".join(parts)
@@ -51,7 +67,7 @@ def describe(cfg: Mapping[str, Any]) -> dict[str, str]:
     llm = cfg.get("llm") or {}
     profile_cfg = cfg.get("profile") or {}
     decoding = (cfg.get("decoding") or {}).get("name")
-    profile = setup_name(profile_cfg.get("name"), profile_cfg.get("request_shape"), decoding)
+    profile = setup_name(profile_cfg.get("name"), request_format_name(cfg), decoding)
     return {"data": str(cfg["data"]["name"]),
             "method": method_label(str(method.get("name", "none")), profile),
             "llm": str(llm.get("name", "none"))}

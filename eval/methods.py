@@ -78,7 +78,7 @@ def _accepted_kwargs(target: str, offered: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class RunResources:
-    """What every memory of a run shares: one LLM client (cache, ledger, request shape), one
+    """What every memory of a run shares: one LLM client (cache, ledger, request format), one
     embedder, the prompt set, and the answer step."""
 
     client: LLMClient
@@ -98,7 +98,7 @@ def run_resources(cfg: Mapping[str, Any]) -> RunResources:
     from clag.llm.models import build_client
     from eval.answer import PaperAnswerer
     from eval.errors import ConfigError
-    from eval.prompt_source import build_prompt_set, build_request_shape
+    from eval.prompt_source import build_prompt_set, build_request_format
 
     if not cfg.get("llm"):
         raise ConfigError(f"method {cfg['method']['name']!r} needs an LLM to answer: add llm=<name>")
@@ -110,7 +110,7 @@ def run_resources(cfg: Mapping[str, Any]) -> RunResources:
     client.prefetch_chunk = int((cfg.get("batching") or {}).get("prefetch_chunk", client.prefetch_chunk))
     profile = dict(cfg.get("profile") or {})
     prompts = build_prompt_set(profile, cfg.get("data"))
-    client.request_shape = build_request_shape(profile, cfg.get("data"))
+    client.request_format = build_request_format(cfg)
     if cfg["method"].get("answerer"):      # a method with its own answer step (MemoryOS)
         answerer = instantiate(dict(cfg["method"]["answerer"]), client=client, seed=int(cfg["seed"]))
     else:
@@ -170,12 +170,12 @@ def engine_report(client: LLMClient) -> dict[str, Any]:
 
 
 def ledger_report(cfg: Mapping[str, Any], resources: RunResources, uses_prompt_set: bool) -> dict[str, Any]:
-    """``ledger.json``: the model, profile, request shape, prompt set and decoding beside the counts."""
+    """``ledger.json``: the model, profile, request format, prompt set and decoding beside the counts."""
     from clag.llm.models import decoding_report
 
     client, prompts = resources.client, resources.prompts
-    return {"model_id": client.model_id, "prompt_format": cfg["llm"].get("prompt_format"),
-            "profile": resources.profile.get("name"), "request_shape": client.request_shape.to_dict(),
+    return {"model_id": client.model_id, "profile": resources.profile.get("name"),
+            "request_format": client.request_format.to_dict(),
             "prompt_set": prompts.identity if uses_prompt_set else None,
             "prompt_files": [portable_path(f, cfg.get("data") or {}) for f in prompts.files]
             if uses_prompt_set else [],
@@ -214,4 +214,4 @@ def build_standard(cfg: Mapping[str, Any]) -> MethodRun:
                      record_calls=record_calls,
                      placeholders={**(placeholders(resources.prompts) if uses_prompt_set else {}),
                                    **method_placeholders(type(probe))},
-                     check_llm=lambda: backend_kind(cfg["llm"]).preflight(cfg["llm"], client.request_shape))
+                     check_llm=lambda: backend_kind(cfg["llm"]).preflight(cfg["llm"], client.request_format))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from clag.llm.shape import REQUEST_SHAPES, RequestShape
+from clag.llm.request_format import REQUEST_FORMATS, RequestFormat
 from clag.prompt_sets import (
     REFERENCE_EVAL_FILE,
     REFERENCE_MEMORY_FILE,
@@ -59,18 +59,17 @@ def build_prompt_set(profile: Mapping[str, Any] | None, data: Mapping[str, Any] 
     raise ConfigError(f"unknown profile.prompts {name!r}; valid: {', '.join(PROMPT_SETS)}")
 
 
-def build_request_shape(profile: Mapping[str, Any] | None,
-                        data: Mapping[str, Any] | None = None) -> RequestShape:
-    """The request shape a run's ``profile.request_shape`` names (the profile's own when unset).
-    The ``openai`` shape's system message is read from the reference's pinned ``CLAG_memory.py``."""
-    from eval.labels import default_shape
+def build_request_format(cfg: Mapping[str, Any]) -> RequestFormat:
+    """The run's request format (``profile.request_format``, else its profile's own). The
+    ``openai`` format's system message is read from the reference's pinned ``CLAG_memory.py``."""
+    from eval.labels import request_format_name
 
-    profile = profile or {}
-    name = str(profile.get("request_shape") or default_shape(profile.get("name")))
-    if name not in REQUEST_SHAPES:
-        raise ConfigError(f"unknown profile.request_shape {name!r}; valid: {', '.join(REQUEST_SHAPES)}")
-    if name == "sglang":
-        return RequestShape()
-    memory_file, _ = reference_files(profile.get("reference_dir"), (data or {}).get("root"),
-                                     allow_download=bool((data or {}).get("download", True)))
-    return RequestShape(name, reference_system_message(memory_file))
+    name = request_format_name(cfg)
+    if name not in REQUEST_FORMATS:
+        raise ConfigError(f"unknown profile.request_format {name!r}; valid: {', '.join(REQUEST_FORMATS)}")
+    if name != "openai":
+        return RequestFormat(name)
+    profile, data = cfg.get("profile") or {}, cfg.get("data") or {}
+    memory_file, _ = reference_files(profile.get("reference_dir"), data.get("root"),
+                                     allow_download=bool(data.get("download", True)))
+    return RequestFormat(name, reference_system_message(memory_file))

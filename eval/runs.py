@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from eval.identity import setup_hash
+from eval.labels import DEFAULT_PROFILE
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class RunRecord:
     @property
     def profile(self) -> str:
         """The run's profile: ``robust`` unless its method directory says ``<method>@<profile>``."""
-        return self.method.partition("@")[2] or "robust"
+        return self.method.partition("@")[2] or DEFAULT_PROFILE
 
     @cached_property
     def health(self) -> dict[str, Any]:

@@ -578,7 +578,7 @@ def method_summary(frame: Any, llm: str, resamples: int = 2000, seed: int = 0) -
 
 
 def setups_of(runs: dict, llm: str) -> list[str]:
-    """The setups (profile, request shape, decoding preset) that ``llm``'s runs were made under,
+    """The setups (profile, request format, decoding preset) that ``llm``'s runs were made under,
     the default first: the paper tables show each, so no run is hidden behind a flag."""
     found = {run.profile for (_, _, run_llm), run in runs.items() if run_llm == llm}
     return sorted(found or {DEFAULT_PROFILE}, key=lambda p: (p != DEFAULT_PROFILE, p))

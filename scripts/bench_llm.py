@@ -81,7 +81,7 @@ def main() -> int:
     import torch
 
     cfg = {"name": args.label, "backend": "hf", "model": args.model, "path": args.path,
-           "prompt_format": "raw", "device": args.device, "dtype": "auto", "batch_size": 1}
+           "device": args.device, "dtype": "auto", "batch_size": 1}
     started = time.perf_counter()
     backend = build_backend(cfg)
     load_s = time.perf_counter() - started

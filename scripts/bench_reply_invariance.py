@@ -91,7 +91,7 @@ def load(threads: int | None, context: int | None = None) -> Any:
     from clag.llm.llamacpp import LlamaCppBackend
     from clag.llm.models import model_location
 
-    return LlamaCppBackend(model_location({"model": MODEL}), MODEL, prompt_format="chat", max_context=context,
+    return LlamaCppBackend(model_location({"model": MODEL}), MODEL, max_context=context,
                            threads=threads, policy=decoding_policy())
 
 

@@ -35,7 +35,7 @@ LLM = "qwen2.5-coder-0.5b"
 RUNS = ROOT / "results" / "bioasq" / LLM / "runs"
 #: the anchor's setup: the reference's prompts sent as its OpenAI controller sent them, decoded
 #: with llama-cpp-python's server defaults, in process (a rerun on the same build gave the same rows)
-SETUP = ["profile=reference", "profile.request_shape=openai", "decoding=llama-cpp-python", "seed=42"]
+SETUP = ["profile=reference", "profile.request_format=openai", "decoding=llama-cpp-python", "seed=42"]
 SETUP_NAME = "reference+openai+llama-cpp-python"
 METHODS = ("rag", "gam", "memoryos", "amem", "clag", "clag_kmeans", "clag_cosine", "clag_plus")
 STREAMS = (3, 4, 7)

@@ -11,7 +11,7 @@ from clag.llm.types import Completion, Request
 
 def as_prompt(request: Request) -> Request:
     """The request with its user message as the prompt: scripts read the prompt's text, whichever
-    request shape (raw prompt, or chat messages under ``request_shape=openai``) carried it."""
+    request format (raw prompt, or chat messages under ``request_format=openai``) carried it."""
     if request.messages is None:
         return request
     user = [content for role, content in request.messages if role == "user"]

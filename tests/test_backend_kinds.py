@@ -10,7 +10,7 @@ from clag.llm.models import BACKENDS, BackendKind, FactoryKind, backend_kind, bu
 from clag.registry import UnknownNameError
 from tests.scripted_llm import ScriptedBackend
 
-OPENAI = {"name": "m", "backend": "openai", "model": "served-model", "prompt_format": "raw"}
+OPENAI = {"name": "m", "backend": "openai", "model": "served-model"}
 
 
 class EchoKind(BackendKind):

@@ -76,6 +76,10 @@ def test_score_prints_the_aggregate_and_writes_per_question_scores(tmp_path):
         (("run", "method=rag", "llm=qwen"), "error: unknown llm 'qwen'; valid: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, qwen3-0.6b, smollm2-135m"),
         (("frobnicate",), "error: unknown command 'frobnicate'"),
         (("run", "method=rag", "llm.foo=1"), "error: Could not override 'llm.foo'. (To append to your config use"),
+        (("run", "method=rag", "+llm.prompt_format=chat"),
+         "error: llm.prompt_format is gone: how a prompt reaches the model is one key, profile.request_format="),
+        (("run", "-m", "method=rag", "profile.request_shape=openai,sglang"),
+         "error: profile.request_shape is gone: how a prompt reaches the model is one key, profile.request_format="),
     ],
 )
 def test_user_errors_are_one_line(args, message, tmp_path):
@@ -149,12 +153,12 @@ def test_a_bad_method_option_fails_before_any_run_directory_exists(data_root, tm
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_run_summary_names_the_request_shape_not_the_backends_prompt_format():
+def test_the_run_summary_names_the_request_format():
     from eval.app import prompt_form
 
-    assert prompt_form({"llm": {"prompt_format": "raw"}, "profile": {"name": "reference"}}) == "raw prompts"
-    # an unnamed shape is the profile's own: robust (the default profile) sends chat messages
-    assert prompt_form({"llm": {"prompt_format": "raw"}}) == "chat messages: request shape openai"
-    assert prompt_form({"llm": {"prompt_format": "raw"}, "profile": {"request_shape": "sglang"}}) == "raw prompts"
-    assert prompt_form({"llm": {"prompt_format": "raw"},
-                        "profile": {"request_shape": "openai"}}) == "chat messages: request shape openai"
+    assert prompt_form({"profile": {"name": "reference"}}) == "raw prompts"
+    # an unnamed format is the profile's own: robust (the default profile) sends chat messages
+    assert prompt_form({}) == "chat messages: request format openai"
+    assert prompt_form({"profile": {"request_format": "raw"}}) == "raw prompts"
+    assert prompt_form({"profile": {"name": "reference", "request_format": "chat"}}) == (
+        "chat messages: request format chat")

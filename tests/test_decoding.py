@@ -140,7 +140,7 @@ def test_hf_and_openai_send_the_same_decoding_for_the_same_requests(tiny_qwen3):
     assert list(hf.stop_token_ids) == eos             # both of the generation config's end tokens
     server = LoopbackServer(reply=lambda body: "{}")
     try:
-        openai = OpenAIBackend(server.url, "tiny", prompt_format="raw", policy=POLICY)
+        openai = OpenAIBackend(server.url, "tiny", policy=POLICY)
         openai.generate(REQUESTS)
     finally:
         server.close()
@@ -172,9 +172,10 @@ def test_llamacpp_renders_and_stops_like_hf():
     from clag.llm.models import packaged_model_path
 
     gguf = packaged_model_path("smollm2-135m")
-    lc = LlamaCppBackend(str(gguf), label="smollm2", prompt_format="chat", policy=POLICY, threads=1)
-    hf = HFBackend(str(convert_gguf(gguf)), label="smollm2", prompt_format="chat", device="cpu", policy=POLICY)
-    for request in REQUESTS:
+    lc = LlamaCppBackend(str(gguf), label="smollm2", policy=POLICY, threads=1)
+    hf = HFBackend(str(convert_gguf(gguf)), label="smollm2", device="cpu", policy=POLICY)
+    user_only = Request(messages=(("user", "Summarise: the sea is blue."),), temperature=0.7, max_tokens=12, seed=3)
+    for request in (*REQUESTS, user_only):
         ours, theirs = hf.sampling_report(request), lc.sampling_report(request)
         hf_stops, lc_stops = ours.pop("stop_token_ids"), theirs.pop("stop_token_ids")
         assert theirs == ours                          # rendered prompt and every sampling parameter

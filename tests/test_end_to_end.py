@@ -27,7 +27,7 @@ def test_rag_smoke_run_writes_everything_and_a_rerun_makes_no_llm_call(tmp_path,
     assert len(rows) == 5 and all(len(r["retrieved_ids"]) == 10 for r in rows)
     ledger = json.loads((run_dir / "ledger.json").read_text())
     assert ledger["by_tag"]["answer"]["calls"] == 5 and ledger["by_tag"]["answer"]["cache_hits"] == 0
-    assert ledger["prompt_format"] == "raw" and ledger["model_id"].startswith("hf:smollm2-135m:gguf:")
+    assert ledger["request_format"]["name"] == "openai" and ledger["model_id"].startswith("hf:smollm2-135m:gguf:")
     assert json.loads((run_dir / "status.json").read_text())["state"] == "complete"
 
     _, rerun_dir = _run(tmp_path, data_root)

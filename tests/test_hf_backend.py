@@ -10,7 +10,7 @@ from clag.llm.types import Request
 from clag.types import Question, Retrieval
 from eval.answer import PaperAnswerer
 
-CFG = {"name": "smollm2-135m", "backend": "hf", "model": "smollm2-135m", "prompt_format": "raw",
+CFG = {"name": "smollm2-135m", "backend": "hf", "model": "smollm2-135m",
        "device": "cpu", "dtype": "auto", "batch_size": 4}
 
 CONTEXT = ("talk start time:8 May 2023\tmemory content: Speaker Carolinesays : I went to the LGBTQ support "
@@ -62,16 +62,13 @@ def test_max_tokens_stops_generation_and_says_so(backend):
     assert out.completion_tokens == 4 and out.finish_reason == "length"
 
 
-def test_chat_format_applies_the_template(backend):
+def test_chat_messages_get_the_template_and_a_raw_prompt_stays_raw(backend):
     from clag.llm.hf import HFBackend
 
     assert isinstance(backend, HFBackend)
-    backend.prompt_format = "chat"
-    try:
-        rendered = backend.render(Request(prompt="Hi"))
-    finally:
-        backend.prompt_format = "raw"
+    rendered = backend.render(Request(messages=(("user", "Hi"),)))
     assert "<|im_start|>user" in rendered and rendered.rstrip().endswith("assistant")
+    assert backend.render(Request(prompt="Hi")) == "Hi"
 
 
 def test_a_prompt_longer_than_the_context_keeps_its_end_and_is_counted(backend):

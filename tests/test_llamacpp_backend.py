@@ -14,7 +14,7 @@ SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "maxLeng
 
 
 def config(**extra):
-    return {"name": "smollm2-135m", "backend": "llamacpp", "model": "smollm2-135m", "prompt_format": "raw",
+    return {"name": "smollm2-135m", "backend": "llamacpp", "model": "smollm2-135m",
             "threads": 2, **extra}
 
 
@@ -31,8 +31,8 @@ def test_schema_output_parses_and_greedy_and_seeded_calls_repeat():
     assert first[1].text == first[2].text and first[0].prompt_tokens > 5
 
 
-def test_chat_format_and_the_long_prompt_rule():
-    backend = build_backend(config(prompt_format="chat", max_context=64))
+def test_chat_messages_and_the_long_prompt_rule():
+    backend = build_backend(config(max_context=64))
     (completion,) = backend.generate([Request(messages=(("system", "Be brief."), ("user", "word " * 100 + "2+2?")),
                                               temperature=0, max_tokens=8)])
     assert completion.extra == {"prompt_truncated": True} and completion.prompt_tokens == 56

@@ -21,8 +21,8 @@ SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "requi
 
 
 def test_chat_endpoint_sends_the_schema_and_reads_usage(server):
-    backend = OpenAIBackend(server.url, "m", prompt_format="chat")
-    out = backend.generate([Request(prompt="hi", json_schema=SCHEMA, temperature=0.5, seed=3, tag="answer")])[0]
+    backend = OpenAIBackend(server.url, "m")
+    out = backend.generate([Request(messages=(("user", "hi"),), json_schema=SCHEMA, temperature=0.5, seed=3, tag="answer")])[0]
     assert out.text == '{"answer": "chat"}' and out.prompt_tokens == 7 and out.completion_tokens == 3
     body = server.bodies[0]
     assert server.paths[0] == "/v1/chat/completions"
@@ -32,7 +32,7 @@ def test_chat_endpoint_sends_the_schema_and_reads_usage(server):
 
 
 def test_completions_endpoint_sends_the_raw_prompt_and_reports_truncation(server):
-    backend = OpenAIBackend(server.url, "m", prompt_format="raw", concurrency=4)
+    backend = OpenAIBackend(server.url, "m", concurrency=4)
     outs = backend.generate([Request(prompt=f"p{i}", temperature=0) for i in range(6)])
     assert [o.text for o in outs] == ['{"answer": "raw"}'] * 6 and outs[0].finish_reason == "length"
     assert sorted(b["prompt"] for b in server.bodies) == [f"p{i}" for i in range(6)]
@@ -62,7 +62,7 @@ def test_an_unreachable_server_gives_error_completions_naming_it_after_bounded_r
 def test_messages_always_go_to_the_chat_endpoint_even_under_raw_prompts(server):
     """MemoryOS's chat request: rendered by the server's template (thinking off), as hf renders it,
     never newline-joined into a raw prompt."""
-    backend = OpenAIBackend(server.url, "m", prompt_format="raw")
+    backend = OpenAIBackend(server.url, "m")
     backend.generate([Request(messages=(("system", "s"), ("user", "u")), temperature=0)])
     assert server.paths == ["/v1/chat/completions"]
     assert server.bodies[0]["messages"] == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
@@ -83,7 +83,7 @@ def test_the_policy_sampling_filters_are_sent_explicitly(server):
 
 
 def test_completions_endpoint_sends_the_schema_in_the_body(server):
-    backend = OpenAIBackend(server.url, "m", prompt_format="raw", policy=DecodingPolicy(repetition_penalty=1.1))
+    backend = OpenAIBackend(server.url, "m", policy=DecodingPolicy(repetition_penalty=1.1))
     backend.generate([Request(prompt="p", json_schema=SCHEMA, temperature=0)])
     body = server.bodies[0]
     assert body["response_format"]["json_schema"]["schema"] == SCHEMA and body["repetition_penalty"] == 1.1
@@ -119,7 +119,7 @@ def test_the_cache_identity_names_the_engine_serving_the_model_and_its_revision(
     for engine in ("vllm", "sglang"):
         server = LoopbackServer(models=["m"], engine=engine)
         try:
-            cfg = {"name": "m", "backend": "openai", "model": "m", "base_url": server.url, "prompt_format": "raw",
+            cfg = {"name": "m", "backend": "openai", "model": "m", "base_url": server.url,
                    "revision": "abc123"}
             ids.append(model_id_for(cfg))
             assert OpenAIBackend(server.url, "m").model_id.split(":")[2] == engine

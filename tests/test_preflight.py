@@ -12,7 +12,7 @@ import pytest
 
 from clag.llm.openai_backend import OpenAIBackend
 from clag.llm.preflight import LLMUnreachable, check_server
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RequestFormat
 from tests.loopback_server import LoopbackServer
 from tests.test_cli import cli
 
@@ -26,14 +26,14 @@ def _closed_port() -> int:
 def test_a_closed_port_is_one_line_naming_it():
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     with pytest.raises(LLMUnreachable, match=rf"^no LLM server answers at {url} \(APIConnectionError"):
-        check_server(OpenAIBackend(url, "m", retries=1), RequestShape())
+        check_server(OpenAIBackend(url, "m", retries=1), RequestFormat())
 
 
-def test_the_check_asks_in_the_runs_request_shape_and_names_a_model_the_server_does_not_list():
+def test_the_check_asks_in_the_runs_request_format_and_names_a_model_the_server_does_not_list():
     server = LoopbackServer(models=["served-name"], reply=lambda body: '{"answer": "ok"}')
     try:
-        shape = RequestShape("openai", system_message="You are helpful.")
-        warning = check_server(OpenAIBackend(server.url, "m", retries=1), shape)
+        request_format = RequestFormat("openai", system_message="You are helpful.")
+        warning = check_server(OpenAIBackend(server.url, "m", retries=1), request_format)
     finally:
         server.close()
     assert server.paths == ["/v1/chat/completions"]            # one request, chat as the run sends
@@ -48,7 +48,7 @@ def test_a_server_that_refuses_the_request_stops_the_run_and_says_what_it_lists(
     try:
         with pytest.raises(LLMUnreachable, match=r"refused a test request: .*NotFoundError.*"
                                                  r"lists \['served-name'\], not llm.model='m'"):
-            check_server(OpenAIBackend(server.url, "m", retries=1), RequestShape())
+            check_server(OpenAIBackend(server.url, "m", retries=1), RequestFormat())
     finally:
         server.close()
 
@@ -56,7 +56,7 @@ def test_a_server_that_refuses_the_request_stops_the_run_and_says_what_it_lists(
 def test_a_listed_model_that_answers_passes_without_a_word():
     server = LoopbackServer(models=["m"], reply=lambda body: '{"answer": "ok"}')
     try:
-        assert check_server(OpenAIBackend(server.url, "m", retries=1), RequestShape()) is None
+        assert check_server(OpenAIBackend(server.url, "m", retries=1), RequestFormat()) is None
         assert server.paths == ["/v1/completions"]
     finally:
         server.close()

@@ -8,7 +8,7 @@ import pytest
 
 from clag.llm.openai_backend import OpenAIBackend
 from clag.llm.preflight import check_server
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RequestFormat
 from clag.llm.types import Request
 from scripts.standin_server import StandInServer, measure_capacity, schema_instance
 
@@ -38,7 +38,7 @@ def test_the_server_answers_the_harness_and_counts_what_it_served():
     server = StandInServer("served")
     try:
         backend = OpenAIBackend(server.url, "served", retries=1)
-        assert check_server(backend, RequestShape("openai", system_message="s")) is None
+        assert check_server(backend, RequestFormat("openai", system_message="s")) is None
         schema = SCHEMAS[0]
         done = backend.generate([Request(prompt="Patients with anaemia received treatment.", json_schema=schema,
                                          temperature=0.0)] * 3 + [Request(prompt="plain", temperature=0.0)])

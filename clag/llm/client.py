@@ -29,7 +29,7 @@ from clag.llm.calllog import CallLog, call_record
 from clag.llm.decoding import strip_reasoning
 from clag.llm.jsonout import JSONParseError, extract_json, schema_violation
 from clag.llm.ledger import Ledger
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RequestFormat
 from clag.llm.types import LLM, Completion, Request
 
 
@@ -68,8 +68,8 @@ class LLMClient:
         self._prefetch_lock = threading.Lock()
         #: where each call's record goes (``calls.jsonl`` of the run), once a run directory exists
         self.call_log: CallLog | None = None
-        #: how prompts are sent (``profile.request_shape``): applied before seeds and cache keys
-        self.request_shape = RequestShape()
+        #: how prompts are sent (``profile.request_format``): applied before seeds and cache keys
+        self.request_format = RequestFormat()
 
     @property
     def _scope(self) -> str:
@@ -106,8 +106,8 @@ class LLMClient:
         identical requests came before it in that scope, so a rerun draws exactly the same samples.
         Under ``greedy`` every call decodes at temperature 0 (``llm.greedy``: one answer per
         prompt, whatever the seed — the documented alternative to averaging seeds). The request is
-        first put in the run's request shape, so the shape is part of its seed and cache key."""
-        request = self.request_shape.apply(request)
+        first put in the run's request format, so the format is part of its seed and cache key."""
+        request = self.request_format.apply(request)
         if self.greedy and request.temperature > 0:
             request = replace(request, temperature=0.0)
         if request.temperature <= 0:

@@ -8,9 +8,9 @@
 - Schemas are enforced by xgrammar's logits processor (under 1% of decode time on CPU), with the
   model's natural whitespace allowed up to the policy's cap, so small models neither go
   off-distribution nor emit whitespace forever.
-- ``prompt_format: raw`` completes the prompt string as is (what the paper sent to SGLang);
-  ``chat`` (and every chat-message request) renders with the shared renderer of
-  :mod:`clag.llm.decoding`, thinking as the policy says.
+- A raw prompt is completed as it is (what the paper sent to SGLang); a chat-message request
+  (the run's request format decides which a prompt becomes, :mod:`clag.llm.request_format`)
+  renders with the shared renderer of :mod:`clag.llm.decoding`, thinking as the policy says.
 - Stop tokens, sampling filters and the whitespace cap come from the
   :class:`~clag.llm.decoding.DecodingPolicy`; sampling draws per row
   (:mod:`clag.llm.row_sampling`), so a request's completion never depends on its batch.
@@ -35,6 +35,7 @@ from clag.llm.decoding import (
     sampling_report,
     stop_token_ids,
 )
+from clag.llm.request_format import RAW_PROMPTS_ID
 from clag.llm.types import Completion, Request
 
 
@@ -54,8 +55,8 @@ def weights_id(path: str) -> str:
 HF_DECODER_VERSION = "rows1"     # per-row generators (the batch-wide RNG is gone)
 
 
-def hf_model_id(path: str, label: str, prompt_format: str, policy: DecodingPolicy, dtype: str) -> str:
-    return f"hf:{label}:{weights_id(path)}:{prompt_format}:{dtype}:{policy.identity()}:{HF_DECODER_VERSION}"
+def hf_model_id(path: str, label: str, policy: DecodingPolicy, dtype: str) -> str:
+    return f"hf:{label}:{weights_id(path)}:{RAW_PROMPTS_ID}:{dtype}:{policy.identity()}:{HF_DECODER_VERSION}"
 
 
 def resolve_device_dtype(device: str, dtype: str) -> tuple[str, str]:
@@ -107,7 +108,6 @@ class HFBackend:
         self,
         path: str,
         label: str,
-        prompt_format: str = "raw",
         device: str = "auto",
         dtype: str = "auto",
         batch_size: int = 4,
@@ -121,8 +121,6 @@ class HFBackend:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if prompt_format not in ("raw", "chat"):
-            raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
         if threads:
             torch.set_num_threads(int(threads))
         source = Path(path).expanduser()
@@ -137,14 +135,13 @@ class HFBackend:
             str(source), dtype=getattr(torch, dtype), revision=revision).to(self.device).eval()
         #: the hub commit the weights came from (None for local folders): recorded in the ledger
         self.loaded_revision = getattr(self.model.config, "_commit_hash", None) or revision
-        self.prompt_format = prompt_format
         self.batch_size = max(1, int(batch_size))
         self.policy = policy or DecodingPolicy()
         generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
         self.stop_token_ids = stop_token_ids(generation_eos, self.tokenizer.eos_token_id,
                                              self.policy.stop_token_ids)
         source_id = f"{path}@{revision}" if revision else path
-        self.model_id = hf_model_id(source_id, label, prompt_format, self.policy, self.dtype)
+        self.model_id = hf_model_id(source_id, label, self.policy, self.dtype)
         window = getattr(self.model.config, "max_position_embeddings", 0) or 32768
         self.max_context = int(max_context or window)
         from clag.llm.token_budget import free_memory, kv_bytes_per_token
@@ -165,12 +162,12 @@ class HFBackend:
     # ---- prompts ------------------------------------------------------------------------------
 
     def render(self, request: Request) -> str:
-        if self.prompt_format == "raw" and request.prompt is not None:
+        if request.prompt is not None:
             return request.prompt
         template = self.tokenizer.chat_template
         if not template:
             raise UserFacingError(f"{self.model_id}: the tokenizer has no chat template; "
-                                  "use prompt_format=raw")
+                                  "use profile.request_format=raw")
         return render_chat(template, request.text_for_chat(), bos_token=self.tokenizer.bos_token or "",
                            eos_token=self.tokenizer.eos_token or "",
                            enable_thinking=self.policy.enable_thinking)

@@ -5,8 +5,8 @@ transformers in bf16 and needs a fraction of the memory (docs/llm.md, "llama.cpp
 It runs one sequence at a time, so it gains nothing from batching; JSON schemas become GBNF
 grammars (:mod:`clag.llm.gbnf`, which writes length bounds as bounded repetition; llama.cpp's
 own converter for anything else), compiled once per schema. The same rules as the ``hf``
-backend apply: ``raw`` completes the prompt string as is, ``chat`` applies the GGUF's chat
-template through the shared renderer; a prompt that does not fit the context keeps its end and is
+backend apply: a raw prompt is completed as it is, chat messages go through the GGUF's chat
+template and the shared renderer; a prompt that does not fit the context keeps its end and is
 counted as truncated; greedy when temperature is 0, else sampling with the policy's filters
 (neutral by default) and the request seed. llama.cpp stops on every end-of-generation token the
 GGUF declares, which is what the model's generation config lists for the ``hf`` backend.
@@ -27,6 +27,7 @@ from clag.errors import UserFacingError
 from clag.llm.decoding import DEFAULT_WHITESPACE_CHARS, DecodingPolicy, render_chat, sampling_report
 from clag.llm.gbnf import UnsupportedSchema, schema_to_gbnf
 from clag.llm.hf import weights_id
+from clag.llm.request_format import RAW_PROMPTS_ID
 from clag.llm.types import Completion, Request
 
 #: tokens per sequence (per server slot) when ``llm.max_context`` is unset. llama-cpp-python's own
@@ -84,15 +85,13 @@ def default_threads() -> int:
     return cores if cores <= 2 else cores - 1
 
 
-def llamacpp_model_id(path: str, label: str, prompt_format: str, policy: DecodingPolicy) -> str:
-    return f"llamacpp:{label}:{weights_id(path)}:{prompt_format}:{policy.identity()}:{GRAMMAR_VERSION}"
+def llamacpp_model_id(path: str, label: str, policy: DecodingPolicy) -> str:
+    return f"llamacpp:{label}:{weights_id(path)}:{RAW_PROMPTS_ID}:{policy.identity()}:{GRAMMAR_VERSION}"
 
 
 class LlamaCppBackend:
-    def __init__(self, path: str, label: str, prompt_format: str = "raw", max_context: int | None = None,
+    def __init__(self, path: str, label: str, max_context: int | None = None,
                  threads: int | None = None, policy: DecodingPolicy | None = None) -> None:
-        if prompt_format not in ("raw", "chat"):
-            raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
         if Path(path).suffix != ".gguf" or not Path(path).is_file():
             raise UserFacingError(f"the llamacpp backend needs a GGUF file, not {path!r} (set llm.path)")
         try:
@@ -114,9 +113,8 @@ class LlamaCppBackend:
                            last_n_tokens_size=last_n, verbose=False)
         # free the model before interpreter teardown, when llama-cpp-python's own cleanup fails noisily
         atexit.register(self.model.close)
-        self.prompt_format = prompt_format
         self.stop_token_ids = self._end_of_generation_ids()
-        self.model_id = llamacpp_model_id(path, label, prompt_format, self.policy)
+        self.model_id = llamacpp_model_id(path, label, self.policy)
         self._grammars: dict[str, Any] = {}
 
     def _end_of_generation_ids(self) -> tuple[int, ...]:
@@ -155,11 +153,12 @@ class LlamaCppBackend:
 
     def render(self, request: Request) -> str:
         """The text the model completes: the raw prompt, or the chat rendered by the shared renderer."""
-        if self.prompt_format == "raw" and request.prompt is not None:
+        if request.prompt is not None:
             return request.prompt
         template = self.model.metadata.get("tokenizer.chat_template")
         if not template:
-            raise UserFacingError(f"{self.model_id}: the GGUF has no chat template; use prompt_format=raw")
+            raise UserFacingError(f"{self.model_id}: the GGUF has no chat template; "
+                                  "use profile.request_format=raw")
         eos = self.model.detokenize([self.model.token_eos()], special=True).decode("utf-8", errors="ignore")
         bos = self.model.detokenize([self.model.token_bos()], special=True).decode("utf-8", errors="ignore")
         return render_chat(template, request.text_for_chat(), bos_token=bos, eos_token=eos,
@@ -172,7 +171,7 @@ class LlamaCppBackend:
     def _prompt_tokens(self, request: Request) -> tuple[list[int], bool]:
         """The prompt as tokens, cut to fit the context with room for the answer (keeping its end)."""
         text = self.render(request)
-        special = not (self.prompt_format == "raw" and request.prompt is not None)
+        special = request.prompt is None     # a chat rendering holds the template's special tokens
         tokens = self.model.tokenize(text.encode("utf-8"), add_bos=not special, special=special)
         budget = max(1, self.n_ctx - request.max_tokens)
         return tokens[-budget:], len(tokens) > budget

@@ -23,7 +23,7 @@ from clag.llm.chunked import CHUNKED_MODELS, ChunkedModelError, cached_path
 from clag.llm.client import LLMClient
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.ledger import Ledger
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RAW_PROMPTS_ID, RequestFormat
 from clag.llm.types import LLM, Completion, Request
 from clag.registry import Registry
 
@@ -115,7 +115,7 @@ class BackendKind:
         chunk of decoding (64 note analyses: half an hour on 2 cores)."""
         return False
 
-    def preflight(self, cfg: Mapping[str, Any], shape: RequestShape) -> str | None:
+    def preflight(self, cfg: Mapping[str, Any], request_format: RequestFormat) -> str | None:
         """Stop (one line) before a run ingests anything if this backend cannot answer; a warning
         line, or None. In-process backends fail when they load, so they check nothing here."""
         return None
@@ -129,7 +129,7 @@ class HFKind(BackendKind):
 
         location = model_location(cfg)
         try:
-            return HFBackend(location, label=str(cfg["name"]), prompt_format=cfg.get("prompt_format", "raw"),
+            return HFBackend(location, label=str(cfg["name"]),
                              device=cfg.get("device", "auto"), dtype=cfg.get("dtype", "auto"),
                              batch_size=int(cfg.get("batch_size", 4)), policy=DecodingPolicy.from_config(cfg),
                              threads=cfg.get("threads"), model_cache=cfg.get("model_cache"),
@@ -147,8 +147,7 @@ class HFKind(BackendKind):
         if hub_revision(cfg):
             location = f"{location}@{hub_revision(cfg)}"
         _, dtype = resolve_device_dtype(str(cfg.get("device", "auto")), str(cfg.get("dtype", "auto")))
-        return hf_model_id(location, str(cfg["name"]), cfg.get("prompt_format", "raw"),
-                           DecodingPolicy.from_config(cfg), dtype)
+        return hf_model_id(location, str(cfg["name"]), DecodingPolicy.from_config(cfg), dtype)
 
 
 class OpenAIKind(BackendKind):
@@ -159,7 +158,6 @@ class OpenAIKind(BackendKind):
 
         return OpenAIBackend(base_url=str(cfg.get("base_url")), model=str(cfg.get("model")),
                              api_key=str(cfg.get("api_key") or "EMPTY"),
-                             prompt_format=cfg.get("prompt_format", "raw"),
                              concurrency=int(cfg.get("concurrency", 8)),
                              timeout_s=float(cfg.get("timeout_s", 60)),
                              retries=int(cfg.get("retries", 3)), policy=DecodingPolicy.from_config(cfg),
@@ -171,17 +169,17 @@ class OpenAIKind(BackendKind):
 
         engine = served_engine(str(cfg.get("base_url")), str(cfg.get("model")),
                                str(cfg.get("api_key") or "EMPTY"))
-        return openai_model_id(str(cfg.get("model")), cfg.get("prompt_format", "raw"),
-                               DecodingPolicy.from_config(cfg), engine, hub_revision(cfg))
+        return openai_model_id(str(cfg.get("model")), DecodingPolicy.from_config(cfg), engine,
+                               hub_revision(cfg))
 
     def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
         return True
 
-    def preflight(self, cfg: Mapping[str, Any], shape: RequestShape) -> str | None:
+    def preflight(self, cfg: Mapping[str, Any], request_format: RequestFormat) -> str | None:
         """A server the user runs: is it there, and does it take the run's kind of request?"""
         from clag.llm.preflight import check_server
 
-        return check_server(self.build(cfg), shape)
+        return check_server(self.build(cfg), request_format)
 
 
 def served_by_llama_server(cfg: Mapping[str, Any]) -> bool:
@@ -209,7 +207,7 @@ def _server_spec(cfg: Mapping[str, Any]) -> Any:
 
 
 def llama_server_model_id(cfg: Mapping[str, Any]) -> str:
-    """Served llama.cpp's identity: the weights, the engine build, format, policy and grammar rules
+    """Served llama.cpp's identity: the weights, the engine build, policy and grammar rules
     (the slot count is not in it: batching changes how, not what, is asked)."""
     from clag.llm.hf import weights_id
     from clag.llm.llama_server import binary_version, find_binary
@@ -218,7 +216,7 @@ def llama_server_model_id(cfg: Mapping[str, Any]) -> str:
     policy = DecodingPolicy.from_config(cfg)
     version = binary_version(str(find_binary(cfg.get("server_binary"))))
     return (f"llama-server:{cfg['name']}:{weights_id(model_location(cfg))}:{version}:"
-            f"{cfg.get('prompt_format', 'raw')}:{policy.identity()}:{GRAMMAR_VERSION}")
+            f"{RAW_PROMPTS_ID}:{policy.identity()}:{GRAMMAR_VERSION}")
 
 
 class ServedLlamaCpp:
@@ -241,7 +239,6 @@ class ServedLlamaCpp:
         cfg = self._cfg
         self.server = shared_server(self.spec)
         self._client = OpenAIBackend(base_url=self.server.base_url, model=str(cfg["name"]),
-                                     prompt_format=cfg.get("prompt_format", "raw"),
                                      concurrency=self.spec.slots,
                                      timeout_s=float(cfg.get("server_timeout_s") or 600),
                                      retries=int(cfg.get("retries", 3)),
@@ -267,7 +264,6 @@ class LlamaCppKind(BackendKind):
         if cfg.get("server") not in (None, "none", "auto"):   # auto: this policy runs in process
             raise ModelFileError(f"llm.server must be auto or null, not {cfg.get('server')!r}")
         return LlamaCppBackend(model_location(cfg), label=str(cfg["name"]),
-                               prompt_format=cfg.get("prompt_format", "raw"),
                                max_context=cfg.get("max_context"), threads=cfg.get("threads"),
                                policy=DecodingPolicy.from_config(cfg))
 
@@ -276,8 +272,7 @@ class LlamaCppKind(BackendKind):
             return llama_server_model_id(cfg)
         from clag.llm.llamacpp import llamacpp_model_id
 
-        return llamacpp_model_id(model_location(cfg), str(cfg["name"]), cfg.get("prompt_format", "raw"),
-                                 DecodingPolicy.from_config(cfg))
+        return llamacpp_model_id(model_location(cfg), str(cfg["name"]), DecodingPolicy.from_config(cfg))
 
     def batches_by_itself(self, cfg: Mapping[str, Any]) -> bool:
         return served_by_llama_server(cfg)

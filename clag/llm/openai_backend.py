@@ -1,7 +1,7 @@
 """The ``openai`` backend: any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama).
 
-A raw prompt under ``prompt_format: raw`` goes to the completions endpoint as is (what the paper
-sent to SGLang); chat-message requests, and raw prompts under ``prompt_format: chat``, go to the
+A raw prompt goes to the completions endpoint as is (what the paper sent to SGLang); a
+chat-message request (the run's request format decides which a prompt becomes) goes to the
 chat endpoint, where the server renders them with the model's template and
 ``chat_template_kwargs`` (thinking off) — the same template and switch the in-process backends
 apply. The policy's sampling filters are sent explicitly on every request (servers otherwise
@@ -32,6 +32,7 @@ from typing import Any
 
 from clag.errors import UserFacingError
 from clag.llm.decoding import DecodingPolicy
+from clag.llm.request_format import RAW_PROMPTS_ID
 from clag.llm.types import Completion, Request
 from clag.pools import interruptible_pool
 
@@ -122,11 +123,11 @@ def served_engine(base_url: str, model: str, api_key: str = "EMPTY") -> str:
     return engine
 
 
-def openai_model_id(model: str, prompt_format: str, policy: DecodingPolicy, engine: str = "unlisted",
+def openai_model_id(model: str, policy: DecodingPolicy, engine: str = "unlisted",
                     revision: str | None = None) -> str:
     """The cache identity of a served model: its name and pinned revision (``llm.revision``, which
-    ``scripts/serve.sh`` passes to the engine), the engine serving it, format and policy."""
-    return f"openai:{model}@{revision or 'unpinned'}:{engine}:{prompt_format}:{policy.identity()}"
+    ``scripts/serve.sh`` passes to the engine), the engine serving it, and the policy."""
+    return f"openai:{model}@{revision or 'unpinned'}:{engine}:{RAW_PROMPTS_ID}:{policy.identity()}"
 
 
 class OpenAIBackend:
@@ -135,7 +136,6 @@ class OpenAIBackend:
         base_url: str,
         model: str,
         api_key: str = "EMPTY",
-        prompt_format: str = "raw",
         concurrency: int = 8,
         timeout_s: float = 60.0,
         retries: int = 3,
@@ -147,8 +147,6 @@ class OpenAIBackend:
     ) -> None:
         from openai import OpenAI
 
-        if prompt_format not in ("raw", "chat"):
-            raise ValueError(f"prompt_format must be raw or chat, not {prompt_format!r}")
         if dialect not in ("openai", "llamacpp"):
             raise ValueError(f"dialect must be openai or llamacpp, not {dialect!r}")
         if dialect == "llamacpp" and policy is not None and policy.stop_token_ids:
@@ -168,13 +166,12 @@ class OpenAIBackend:
         self.prompt_cache = prompt_cache
         self.base_url = base_url
         self.model = model
-        self.prompt_format = prompt_format
         self.concurrency = max(1, int(concurrency))
         self.budget = server_budget(base_url, self.concurrency)
         self.retries = max(1, int(retries))
         self.policy = policy or DecodingPolicy()
         self.client = OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
-        self.model_id = model_id or openai_model_id(model, prompt_format, self.policy,
+        self.model_id = model_id or openai_model_id(model, self.policy,
                                                     served_engine(base_url, model, api_key))
         # the server's model decides its end tokens (its generation config); the policy's extras are sent
         self.stop_token_ids: tuple[int, ...] = self.policy.stop_token_ids
@@ -184,7 +181,7 @@ class OpenAIBackend:
             return list(pool.map(self._one, requests))
 
     def uses_chat(self, request: Request) -> bool:
-        return request.messages is not None or self.prompt_format == "chat"
+        return request.messages is not None
 
     def payload(self, request: Request) -> dict[str, Any]:
         """The request body's fields (``extra_body`` is what the SDK merges into the body)."""

@@ -4,7 +4,7 @@ Under the reference profile a failed call is an empty reply (``max_error_rate: 1
 reference's own semantics), so a wrong port, a misnamed model or a request every server refuses
 would otherwise give hours of empty replies and a run that looks complete. A server run therefore
 asks once, up front, through the backend the run will use: the server's model list (where it has
-one), then one tiny request in the run's own request shape, with a schema, as the run sends
+one), then one tiny request in the run's own request format, with a schema, as the run sends
 them. It stops with one line if that fails. Nothing of it reaches the cache or the ledger.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from clag.errors import UserFacingError
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RequestFormat
 from clag.llm.types import Request
 
 #: what the check asks: a reply valid for a one-field schema, greedy, a few tokens
@@ -46,12 +46,12 @@ def served_models(backend: Any) -> list[str] | None:
     return None if listed is None else [str(model.id) for model in listed]
 
 
-def check_server(backend: Any, shape: RequestShape) -> str | None:
+def check_server(backend: Any, request_format: RequestFormat) -> str | None:
     """Stop the run (:class:`LLMUnreachable`) unless ``backend`` (an OpenAI-compatible server)
-    answers one request shaped as the run's; a warning line when it answers under a model name
+    answers one request in the run's format; a warning line when it answers under a model name
     it does not list (llama.cpp and SGLang serve whatever they loaded, whatever the name)."""
     listed = served_models(backend)
-    reply = backend.generate([shape.apply(PREFLIGHT_REQUEST)])[0]
+    reply = backend.generate([request_format.apply(PREFLIGHT_REQUEST)])[0]
     named = listed is None or backend.model in listed
     if reply.finish_reason == "error":
         hint = "" if named else f"; the server lists {listed}, not llm.model={backend.model!r}"

@@ -61,7 +61,7 @@ class Completion:
 class LLM(Protocol):
     """A backend: turns a batch of requests into completions, in order."""
 
-    #: identifies weights + decoding setup in cache keys (e.g. file sha256, prompt format)
+    #: identifies weights + decoding setup in cache keys (e.g. file sha256, decoding policy)
     model_id: str
 
     def generate(self, requests: list[Request]) -> list[Completion]: ...

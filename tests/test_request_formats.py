@@ -1,4 +1,4 @@
-"""Request shapes (``profile.request_shape``) and decoding presets (``decoding=…``): each shape
+"""Request formats (``profile.request_format``) and decoding presets (``decoding=…``): each format
 sends what the reference's controller sends for a note, on every backend, and each preset's values
 reach every backend's request."""
 
@@ -14,7 +14,7 @@ from clag.llm.client import LLMClient
 from clag.llm.decoding import DecodingPolicy
 from clag.llm.gbnf import schema_to_gbnf
 from clag.llm.openai_backend import OpenAIBackend
-from clag.llm.shape import RequestShape
+from clag.llm.request_format import RequestFormat
 from clag.llm.types import Request
 from clag.prompt_sets import ReferencePrompts, ReferenceTemplateError, reference_system_message
 from eval.labels import setup_name
@@ -73,67 +73,73 @@ def test_a_changed_reference_changes_the_system_message_and_a_missing_one_is_one
         reference_system_message(empty)
 
 
-def test_shapes_rewrite_raw_prompts_only():
+def test_formats_rewrite_raw_prompts_only():
     raw = Request(prompt="p", tag="note")
     chat = Request(messages=(("user", "q"),))
-    openai = RequestShape("openai", "sys")
+    openai = RequestFormat("openai", "sys")
     assert openai.apply(raw).messages == (("system", "sys"), ("user", "p")) and openai.apply(raw).prompt is None
     assert openai.apply(raw).tag == "note"
-    assert openai.apply(chat) is chat and RequestShape().apply(raw) is raw
+    assert RequestFormat("chat").apply(raw).messages == (("user", "p"),)
+    assert RequestFormat("chat").apply(raw).prompt is None
+    assert openai.apply(chat) is chat and RequestFormat("chat").apply(chat) is chat
+    assert RequestFormat().apply(raw) is raw and RequestFormat().name == "raw"
     with pytest.raises(ValueError, match="system message"):
-        RequestShape("openai")
-    with pytest.raises(ValueError, match="request_shape"):
-        RequestShape("vllm", "sys")
+        RequestFormat("openai")
+    with pytest.raises(ValueError, match="request_format"):
+        RequestFormat("sglang", "sys")
 
 
-def test_the_client_applies_the_shape_before_seeds_and_cache_keys(note_prompt, system_message):
+def test_the_client_applies_the_format_before_seeds_and_cache_keys(note_prompt, system_message):
     from clag.llm.cache import request_key
 
-    backends = {name: ScriptedBackend(lambda r: "{}") for name in ("sglang", "openai")}
+    backends = {name: ScriptedBackend(lambda r: "{}") for name in ("raw", "chat", "openai")}
     keys = {}
     for name, backend in backends.items():
         client = LLMClient(backend)
-        client.request_shape = RequestShape(name, system_message if name == "openai" else None)
+        client.request_format = RequestFormat(name, system_message if name == "openai" else None)
         client.generate([Request(prompt=note_prompt, temperature=0.7)])
         sent = backend.requests[0]
-        keys[name] = request_key(backend.model_id, sent)
-    assert backends["sglang"].requests[0].prompt == note_prompt
+        keys[name] = (request_key(backend.model_id, sent), sent.seed)
+    assert backends["raw"].requests[0].prompt == note_prompt
+    assert backends["chat"].requests[0].messages == (("user", note_prompt),)
     assert backends["openai"].requests[0].messages == (("system", system_message), ("user", note_prompt))
-    assert keys["sglang"] != keys["openai"]
+    assert len({key for key, _ in keys.values()}) == 3 and len({seed for _, seed in keys.values()}) == 3
 
 
-def test_openai_backend_sends_each_shape_as_the_reference_does(note_prompt, system_message, reference_dir):
+def test_openai_backend_sends_each_format_as_the_reference_does(note_prompt, system_message, reference_dir):
     server = LoopbackServer(reply=lambda body: "{}")
     try:
-        backend = OpenAIBackend(server.url, "m", prompt_format="raw")
-        for name in ("sglang", "openai"):
+        backend = OpenAIBackend(server.url, "m")
+        for name in ("raw", "openai", "chat"):
             client = LLMClient(backend)
-            client.request_shape = RequestShape(name, system_message if name == "openai" else None)
+            client.request_format = RequestFormat(name, system_message if name == "openai" else None)
             client.generate([Request(prompt=note_prompt, temperature=0.7, json_schema={"type": "object"})])
     finally:
         server.close()
-    raw, chat = server.bodies
+    raw, chat, user_only = server.bodies
     assert server.paths[0].endswith("/completions") and raw["prompt"] == note_prompt
     expected = [{**m, "content": note_prompt if m["content"] == "<prompt>" else m["content"]}
                 for m in _controller_messages(reference_dir / "CLAG_memory.py")]
     assert server.paths[1].endswith("/chat/completions") and chat["messages"] == expected
+    assert server.paths[2].endswith("/chat/completions")
+    assert user_only["messages"] == [{"role": "user", "content": note_prompt}]
 
 
-def test_hf_and_llamacpp_render_the_openai_shape_with_the_models_template(note_prompt, system_message):
+def test_hf_and_llamacpp_render_the_openai_format_with_the_models_template(note_prompt, system_message):
     from clag.llm.decoding import render_chat
     from clag.llm.hf import HFBackend, convert_gguf
     from clag.llm.models import packaged_model_path
 
     gguf = packaged_model_path("smollm2-135m")
     hf = HFBackend(str(convert_gguf(gguf)), label="smollm2", device="cpu")
-    shaped = RequestShape("openai", system_message).apply(Request(prompt=note_prompt))
+    shaped = RequestFormat("openai", system_message).apply(Request(prompt=note_prompt))
     template = hf.tokenizer.chat_template
     expected = render_chat(template, [{"role": "system", "content": system_message},
                                       {"role": "user", "content": note_prompt}],
                            bos_token=hf.tokenizer.bos_token or "", eos_token=hf.tokenizer.eos_token or "")
     assert hf.render(shaped) == expected
     assert system_message in expected and expected.index(system_message) < expected.index(note_prompt)
-    assert hf.render(Request(prompt=note_prompt)) == note_prompt        # sglang: the raw prompt
+    assert hf.render(Request(prompt=note_prompt)) == note_prompt        # raw: the prompt as it is
     pytest.importorskip("llama_cpp")
     from clag.llm.llamacpp import LlamaCppBackend
 
@@ -159,7 +165,7 @@ LLAMA_CPP_PYTHON = dict(top_p=0.95, top_k=40, min_p=0.05, repetition_penalty=1.1
 
 
 def test_presets_compose_into_the_llm_policy_and_the_run_label():
-    cfg = _compose(["method=clag", "profile=reference", "profile.request_shape=openai",
+    cfg = _compose(["method=clag", "profile=reference", "profile.request_format=openai",
                     "decoding=llama-cpp-python", "llm=qwen2.5-coder-0.5b"])
     policy = DecodingPolicy.from_config(cfg["llm"])
     assert {k: getattr(policy, k) for k in LLAMA_CPP_PYTHON} == LLAMA_CPP_PYTHON
@@ -173,8 +179,9 @@ def test_presets_compose_into_the_llm_policy_and_the_run_label():
 
     assert describe(cfg)["method"] == "clag@reference+openai+llama-cpp-python"
     assert setup_name("reference") == "reference" and setup_name("reference", "openai") == "reference+openai"
-    # each profile's own shape goes unsaid: robust sends chat messages unless told otherwise
-    assert setup_name("robust", "openai") == "robust" and setup_name("robust", "sglang") == "robust+sglang"
+    # each profile's own format goes unsaid: robust sends chat messages unless told otherwise
+    assert setup_name("robust", "openai") == "robust" and setup_name("robust", "raw") == "robust+raw"
+    assert setup_name("reference", "raw") == "reference" and setup_name("robust", "chat") == "robust+chat"
 
 
 def test_the_generation_config_preset_takes_the_models_values_or_refuses():
@@ -349,15 +356,37 @@ def test_server_auto_builds_the_in_process_engine_for_a_generated_only_window(mo
         BACKENDS.get("llamacpp").build({**cfg, "server": "elsewhere"})
 
 
-def test_each_profiles_own_shape_in_the_labels_is_the_one_its_config_sets():
-    """Labels leave a profile's own shape unsaid (``eval.labels.default_shape``); a profile config
-    that set another would file its default runs under a shape they did not send."""
-    import yaml
+def test_a_setup_name_leaves_unsaid_the_format_the_profiles_own_file_names(tmp_path, monkeypatch):
+    """The label reads each profile's own format from its file, so it is said once (a copy that
+    disagreed would file a profile's default runs under a format they did not send)."""
+    import eval.resources
+    from clag.llm.request_format import REQUEST_FORMATS
+    from eval.labels import profile_request_format, request_format_name
 
-    from eval.labels import default_shape
+    for path in sorted((Path(__file__).resolve().parents[1] / "configs" / "profile").glob("*.yaml")):
+        assert profile_request_format(path.stem) in REQUEST_FORMATS, path.name
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "mine.yaml").write_text("name: mine\nrequest_format: chat\n", encoding="utf-8")
+    monkeypatch.setattr(eval.resources, "CONFIG_DIR", tmp_path)
+    profile_request_format.cache_clear()
+    try:
+        assert setup_name("mine", "chat") == "mine" and setup_name("mine", "raw") == "mine+raw"
+        assert setup_name("unfiled", "raw") == "unfiled"          # no file: the paper's raw prompts
+        assert request_format_name({"profile": {"name": "mine"}}) == "chat"
+        assert request_format_name({"profile": {"name": "mine", "request_format": "openai"}}) == "openai"
+    finally:
+        profile_request_format.cache_clear()
 
-    profiles = sorted((Path(__file__).resolve().parents[1] / "configs" / "profile").glob("*.yaml"))
-    assert profiles
-    for path in profiles:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-        assert config["request_shape"] == default_shape(config["name"]), path.name
+
+def test_every_backends_model_id_keeps_the_segment_earlier_runs_cache_keys_hold():
+    """Backends lost their own prompt-format setting; the segment it filled in their model ids
+    (``raw`` in every committed run) stays, or every cached reply would stop answering."""
+    from clag.llm.hf import hf_model_id
+    from clag.llm.llamacpp import llamacpp_model_id
+    from clag.llm.models import packaged_model_path
+    from clag.llm.openai_backend import openai_model_id
+
+    gguf, policy = str(packaged_model_path("smollm2-135m")), DecodingPolicy()
+    assert openai_model_id("m", policy, "vllm").split(":")[3] == "raw"
+    assert llamacpp_model_id(gguf, "smollm2", policy).split(":")[4] == "raw"
+    assert hf_model_id(gguf, "smollm2", policy, "float32").split(":")[4] == "raw"
