@@ -259,21 +259,14 @@ def check_group_choices(args: list[str]) -> None:
                 raise ConfigError(f"unknown {group} {choice!r}{did_you_mean}; valid: {listed}")
 
 
-#: keys a run no longer has, with what says the same now (Hydra would suggest ``+key=…``, which
-#: adds a key nothing reads)
-REPLACED_KEYS = {
-    "profile.request_shape": "profile.request_format=raw|chat|openai (request_shape=sglang is raw)",
-    "llm.prompt_format": "profile.request_format=raw|chat|openai (prompt_format=chat is chat)",
-}
-
-
 def check_replaced_keys(args: list[str]) -> None:
     """Name the key that replaced an old one, before Hydra suggests appending the old one."""
+    from eval.renamed_keys import REPLACED_KEYS
+
     for arg in args:
         key = arg.partition("=")[0].lstrip("+~")
         if key in REPLACED_KEYS:
-            raise ConfigError(f"{key} is gone: how a prompt reaches the model is one key, "
-                              f"{REPLACED_KEYS[key]}")
+            raise ConfigError(f"{key} is gone: {REPLACED_KEYS[key]}")
 
 
 def run(args: list[str]) -> int:

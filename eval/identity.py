@@ -28,8 +28,11 @@ def semantic_config(resolved: dict) -> dict:
 
 def setup_hash(resolved: dict) -> str:
     """The hash of what a run computed, whichever streams it ran on: :func:`semantic_config`
-    without ``data.subset.sample_ids``."""
-    config = json.loads(json.dumps(semantic_config(resolved or {}), default=str))
+    without ``data.subset.sample_ids``, in today's key names (a run recorded under an old name
+    pools with the same setup run since)."""
+    from eval.renamed_keys import in_current_terms
+
+    config = in_current_terms(json.loads(json.dumps(semantic_config(resolved or {}), default=str)))
     subset = (config.get("data") or {}).get("subset")
     if isinstance(subset, dict):
         subset.pop("sample_ids", None)

@@ -390,3 +390,25 @@ def test_every_backends_model_id_keeps_the_segment_earlier_runs_cache_keys_hold(
     assert openai_model_id("m", policy, "vllm").split(":")[3] == "raw"
     assert llamacpp_model_id(gguf, "smollm2", policy).split(":")[4] == "raw"
     assert hf_model_id(gguf, "smollm2", policy, "float32").split(":")[4] == "raw"
+
+
+def test_a_run_recorded_under_the_old_keys_pools_with_the_same_setup_run_since():
+    """Runs made one stream at a time pool by the hash of what they computed; a run recorded as
+    ``profile.request_shape`` + ``llm.prompt_format`` computed what ``profile.request_format`` asks."""
+    from eval.identity import setup_hash
+    from eval.renamed_keys import in_current_terms
+
+    def config(stream, profile, llm):
+        return {"method": {"name": "clag"}, "profile": {"name": "reference", **profile},
+                "llm": {"name": "m", "top_p": 0.95, **llm}, "data": {"subset": {"sample_ids": [stream]}}}
+
+    today = config(7, {"request_format": "openai"}, {})
+    assert in_current_terms(today) is today
+    before = config(3, {"request_shape": "openai"}, {"prompt_format": "raw"})
+    assert setup_hash(before) == setup_hash(today)
+    assert before["profile"]["request_shape"] == "openai"          # the record itself is left as written
+    assert setup_hash(config(3, {"request_shape": "sglang"}, {"prompt_format": "raw"})) == setup_hash(
+        config(7, {"request_format": "raw"}, {}))
+    assert setup_hash(config(3, {"request_shape": "sglang"}, {"prompt_format": "chat"})) == setup_hash(
+        config(7, {"request_format": "chat"}, {}))
+    assert setup_hash(config(3, {"request_shape": "sglang"}, {"prompt_format": "raw"})) != setup_hash(today)
