@@ -8,11 +8,18 @@ question:
 - **gold in reach**: the share of the question's gold turns held by the clusters stage 2
   searched (every turn, when the search fell back to the whole memory) — the highest recall the
   second stage could reach;
+- **gold in the first cluster**: the share held by the first cluster the model selected. Stage 2
+  takes the top 10 of each selected cluster and concatenates them in the model's order without
+  ranking them against each other (the reference's way; ``stage2_rerank`` repairs it), so a first
+  cluster of 10 notes or more fills the whole top 10 and the others' gold cannot reach it;
+- **top 10 from the first cluster**: the share of the retrieved top 10 the first cluster holds
+  (cluster searches only);
 - **R@10** as scored.
 
 Per run it prints the questions, how many searched globally, the clusters and notes searched,
-the mean gold in reach and the mean R@10, and R@10 over the gold in reach (how much of what was
-reachable the second stage ranked into the top 10). A run made before CLAG recorded its
+the mean gold in reach, in the first cluster, the top 10's share from the first cluster, the
+mean R@10, and R@10 over the gold in reach (how much of what was reachable the second stage
+ranked into the top 10). A run made before CLAG recorded its
 clusters' members (``cluster_members``) is listed as such, not scored.
 
     python scripts/clag_reach.py                       # the BioASQ power runs
@@ -46,6 +53,11 @@ class Reach:
     searched_globally: bool
     clusters_searched: int
     search_space: int
+    #: gold held by the first selected cluster (all of it after a global search)
+    in_first: int = 0
+    #: of the retrieved top 10, how many the first selected cluster holds (None: a global search)
+    top10_from_first: int | None = None
+    top10: int = 0
 
 
 def reach_of(row: Mapping, members: Mapping[str, Sequence[str]]) -> Reach | None:
@@ -59,8 +71,11 @@ def reach_of(row: Mapping, members: Mapping[str, Sequence[str]]) -> Reach | None
     reachable = None if globally else {t for cid in searched for t in members.get(cid, ())}
     in_reach = len(gold) if reachable is None else len(gold & reachable)
     top10 = set((row.get("retrieved_ids") or [])[:10])
+    first = set(members.get(searched[0], ())) if searched and not globally else None
     return Reach(len(gold), in_reach, len(gold & top10), globally, len(searched),
-                 int(debug.get("search_space_size") or 0))
+                 int(debug.get("search_space_size") or 0),
+                 in_first=len(gold) if first is None else len(gold & first),
+                 top10_from_first=None if first is None else len(top10 & first), top10=len(top10))
 
 
 def members_by_stream(run_dir: Path) -> dict[str, dict[str, list[str]]] | None:
@@ -87,11 +102,15 @@ def summary(reaches: Sequence[Reach]) -> dict[str, float]:
     if not n:
         raise ValueError("no question with gold evidence to score")
     reachable = sum(r.in_reach for r in reaches)
+    clustered = [r for r in reaches if r.top10_from_first is not None and r.top10]
     return {"questions": n,
             "searched globally": sum(r.searched_globally for r in reaches),
             "clusters searched": sum(r.clusters_searched for r in reaches) / n,
             "notes searched": sum(r.search_space for r in reaches) / n,
             "gold in reach": 100 * sum(r.in_reach / r.gold for r in reaches) / n,
+            "gold in the first cluster": 100 * sum(r.in_first / r.gold for r in reaches) / n,
+            "top 10 from the first cluster": 100 * sum(r.top10_from_first / r.top10 for r in clustered)
+            / len(clustered) if clustered else 0.0,
             "R@10": 100 * sum(r.in_top10 / r.gold for r in reaches) / n,
             "R@10 of the reachable": 100 * sum(r.in_top10 for r in reaches) / reachable if reachable else 0.0}
 
@@ -103,7 +122,7 @@ def clag_runs(root: Path) -> list[RunRecord]:
 
 def report(root: Path) -> str:
     columns = ["questions", "searched globally", "clusters searched", "notes searched", "gold in reach",
-               "R@10", "R@10 of the reachable"]
+               "gold in the first cluster", "top 10 from the first cluster", "R@10", "R@10 of the reachable"]
     lines = ["| run | streams | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 2)]
     for run in sorted(clag_runs(root), key=lambda r: (r.label, r.streams)):
         reaches = run_reach(run.path)
