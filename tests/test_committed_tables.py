@@ -58,3 +58,27 @@ def test_the_power_queue_runs_every_method_on_every_stream_once_claim_by_claim()
     last_main = max(i for i, j in enumerate(power.jobs()) if j.method in power.CLAIM_TIERS[0])
     first_ablation = min(i for i, j in enumerate(power.jobs()) if j.method not in power.CLAIM_TIERS[0])
     assert last_main < first_ablation
+
+
+def test_every_pending_power_job_composes_and_pools_with_its_methods_committed_streams():
+    """A queue that runs for days must not meet a config error at its fifth job, nor file a
+    stream under a setup its other streams do not share (the tables pool by setup hash)."""
+    import yaml
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from eval.identity import setup_hash
+    from eval.labels import describe
+    from eval.resources import CONFIG_DIR
+
+    power = power_script()
+    for method in power.METHODS:
+        job = power.Job(method, power.STREAMS[-1])
+        overrides = [a for a in job.command()[4:] if not a.startswith("results_root=")]
+        with initialize_config_dir(str(CONFIG_DIR), version_base=None):
+            config = OmegaConf.to_container(compose("config", overrides=overrides), resolve=True)
+        assert describe(config)["method"] == f"{method}@{power.SETUP_NAME}"
+        committed = sorted((power.RUNS / "bioasq").glob(f"{method}@{power.SETUP_NAME}/*/*/config.yaml"))
+        for path in committed:
+            recorded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            assert setup_hash(recorded) == setup_hash(config), path.parent.name
