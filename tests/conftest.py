@@ -27,6 +27,17 @@ def data_root() -> Path:
 
 
 @pytest.fixture(scope="session")
+def reference_dir(data_root):
+    """The paper's pinned reference files in the data root (skips where they are absent)."""
+    from eval.prompt_source import REFERENCE_FOLDER
+
+    folder = data_root / REFERENCE_FOLDER
+    if not (folder / "CLAG_memory.py").is_file():
+        pytest.skip("the reference's files are not in the data root")
+    return folder
+
+
+@pytest.fixture(scope="session")
 def locomo(data_root):
     from eval.data.locomo import load_locomo
 

@@ -19,14 +19,6 @@ from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def reference_dir(data_root):
-    folder = data_root / "clag_reference" / "c938d72"
-    if not (folder / "CLAG_memory.py").is_file():
-        pytest.skip("the reference files are not under the data root")
-    return folder
-
-
-@pytest.fixture(scope="module")
 def reference(reference_dir):
     return ReferencePrompts(reference_dir / "CLAG_memory.py", reference_dir / "test_CLAG.py")
 

@@ -25,14 +25,6 @@ NOTE = "Ivermectin is used to treat parasitic infections such as river blindness
 
 
 @pytest.fixture(scope="module")
-def reference_dir(data_root):
-    folder = data_root / "clag_reference" / "c938d72"
-    if not (folder / "CLAG_memory.py").is_file():
-        pytest.skip("the reference's files are not in the data root")
-    return folder
-
-
-@pytest.fixture(scope="module")
 def system_message(reference_dir):
     return reference_system_message(reference_dir / "CLAG_memory.py")
 
