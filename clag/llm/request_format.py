@@ -42,11 +42,8 @@ class RequestFormat:
         """The request as this format sends it (requests that are already chat stay as they are)."""
         if self.name == "raw" or request.prompt is None:
             return request
-        system = (("system", self.system_message or ""),) if self.name == "openai" else ()
+        system = (("system", self.system_message),) if self.name == "openai" else ()
         return replace(request, prompt=None, messages=(*system, ("user", request.prompt)))
-
-    def describe(self) -> str:
-        return describe_format(self.name)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "system_message": self.system_message}
