@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clag.llm.llama_server import LlamaServerError, ServerSpec, find_binary, shared_server, stop_all
-from tests.test_cli import REPO, cli
+from tests.test_cli import REPO
 
 
 def _binary() -> Path:
@@ -88,22 +88,10 @@ def test_server_lifecycle_shared_and_stopped(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cli_run_through_the_server_logs_in_its_run_directory(tmp_path: Path, data_root: Path) -> None:
-    proc = cli("run", "method=rag", "data=locomo", "+experiment=smoke", *SMOL,
-               f"results_root={tmp_path / 'runs'}", f"llm.cache_path={tmp_path / 'llm.sqlite'}",
-               "snapshot_dir=null", data_root=data_root)
-    run_dir = Path(proc.stdout.strip().splitlines()[-1].split("run directory: ", 1)[1])
-    ledger = json.loads((run_dir / "ledger.json").read_text())
-    assert ledger["model_id"].startswith("llama-server:smollm2-135m:")
-    assert ledger["servers"][0]["log"] == str(run_dir / "llama-server.log")
-    assert "--parallel" in ledger["servers"][0]["command"]
-    assert (run_dir / "llama-server.log").stat().st_size > 0
-    assert ledger["total"].get("errors", 0) == 0
-
-
-@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path: Path, data_root: Path) -> None:
-    """SIGINT mid-run: one line, exit 130, no abort, the server gone; the same command resumes."""
+    """SIGINT mid-run: one line, exit 130, no abort, the server gone; the same command resumes,
+    and the finished run's ledger names the server, whose log is in the run directory (one
+    server run for both checks: each costs a RAG smoke through a real server)."""
     _binary()
     args = [sys.executable, "-m", "eval", "run", "method=rag", "data=locomo", "+experiment=smoke", *SMOL,
             f"results_root={tmp_path / 'runs'}", f"llm.cache_path={tmp_path / 'llm.sqlite'}",
@@ -137,6 +125,11 @@ def test_ctrl_c_stops_cleanly_and_the_run_resumes(tmp_path: Path, data_root: Pat
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming the interrupted run" in resumed.stdout
     assert predictions.read_text().count("\n") >= done
+    ledger = json.loads((predictions.parent / "ledger.json").read_text())
+    assert ledger["model_id"].startswith("llama-server:smollm2-135m:")
+    assert ledger["servers"][0]["log"] == str(log)
+    assert "--parallel" in ledger["servers"][0]["command"]
+    assert log.stat().st_size > 0 and ledger["total"].get("errors", 0) == 0
 
 
 def _gone(pid: int) -> bool:
